@@ -1,0 +1,45 @@
+# The two commands of the README: `make run` and `make test`. Each installs what it needs, idempotently:
+# a virtualenv in .venv, the package with its extras (pyspark brings the ZooKeeper server jars), and
+# Java when it is missing and apt-get can install it.
+
+VENV    ?= .venv
+PYTHON  ?= python3
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+EXTRAS  := test,lint,spark
+
+.PHONY: run test lint bench install java clean
+
+install: $(STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --disable-pip-version-check -q -e '.[$(EXTRAS)]'
+	touch $(STAMP)
+
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "java not found: installing openjdk-17-jre-headless"; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless; \
+	  else \
+	    echo "java not found: install a JRE (apt-get install openjdk-17-jre-headless) to run ZooKeeper" >&2; exit 1; \
+	  fi; }
+
+run: install java
+	$(PY) -m zkstore
+
+test: install java
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) bench/codec.py
+
+clean:
+	rm -rf $(VENV) .run .pytest_cache .hypothesis bench/results

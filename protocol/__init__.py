@@ -1,0 +1,49 @@
+"""Sans-IO codec for the Kafka wire protocol of the control plane (and, later, the data plane).
+
+Bytes in, dicts out: nothing here touches a socket, a thread or ZooKeeper. Bodies are plain dicts
+whose keys are the snake_case names of Apache Kafka's message fields; see docs/protocol.md.
+"""
+
+from protocol.api import ApiKey, ApiSpec
+from protocol.codec import (
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_request_body,
+    encode_request_header,
+    encode_response,
+)
+from protocol.error_codes import ErrorCode
+from protocol.errors import FrameTooLarge, ProtocolError, UnsupportedVersionError
+from protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, check_frame, frame_size
+from protocol.headers import RequestHeader
+from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
+from protocol.registry import SUPPORTED_VERSIONS, is_supported, message_codec
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "MAX_BROKER_EPOCH_VERSIONS",
+    "PER_BROKER_EPOCH_VERSIONS",
+    "SUPPORTED_VERSIONS",
+    "ApiKey",
+    "ApiSpec",
+    "ErrorCode",
+    "FrameReader",
+    "FrameTooLarge",
+    "ProtocolError",
+    "RequestHeader",
+    "UnsupportedVersionError",
+    "check_frame",
+    "decode_request",
+    "decode_request_header",
+    "decode_response",
+    "encode_request",
+    "encode_request_body",
+    "encode_request_header",
+    "encode_response",
+    "epoch_field",
+    "frame_size",
+    "is_supported",
+    "message_codec",
+]

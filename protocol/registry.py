@@ -1,0 +1,73 @@
+"""Which APIs and versions this project implements, and the codec for each (built once, on first use)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal
+
+from protocol.api import ApiKey, ApiSpec
+from protocol.errors import ProtocolError
+from protocol.headers import (
+    request_header_schema,
+    request_header_version,
+    response_header_schema,
+    response_header_version,
+)
+from protocol.message_codec import MessageCodec
+from protocol.messages import alter_partition, controlled_shutdown, leader_and_isr, stop_replica, update_metadata
+
+APIS: dict[int, ApiSpec] = {
+    spec.key: spec
+    for spec in (
+        leader_and_isr.SPEC,
+        stop_replica.SPEC,
+        update_metadata.SPEC,
+        controlled_shutdown.SPEC,
+        alter_partition.SPEC,
+    )
+}
+
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, ...]] = {spec.key: spec.versions for spec in APIS.values()}
+"""API key -> the versions implemented, for ApiVersions answers and version negotiation."""
+
+Kind = Literal["request", "response"]
+
+
+def api_spec(api_key: int) -> ApiSpec:
+    try:
+        return APIS[api_key]
+    except KeyError:
+        raise ProtocolError(f"unknown API key {api_key}") from None
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    spec = APIS.get(api_key)
+    return spec is not None and api_version in spec.versions
+
+
+@functools.cache
+def message_codec(api_key: int, api_version: int, kind: Kind) -> MessageCodec:
+    """The codec of one API version's request or response body."""
+    spec = api_spec(api_key)
+    if api_version not in spec.versions:
+        raise ProtocolError(f"{spec.name} v{api_version} is not supported (supported: {spec.versions})")
+    schema = (spec.request if kind == "request" else spec.response)(api_version)
+    return MessageCodec(f"{spec.name} v{api_version} {kind}", schema)
+
+
+@functools.cache
+def _request_header_codec(version: int) -> MessageCodec:
+    return MessageCodec(f"request header v{version}", request_header_schema(version))
+
+
+@functools.cache
+def _response_header_codec(version: int) -> MessageCodec:
+    return MessageCodec(f"response header v{version}", response_header_schema(version))
+
+
+def request_header_codec(api_key: int, api_version: int) -> MessageCodec:
+    return _request_header_codec(request_header_version(api_spec(api_key), api_version))
+
+
+def response_header_codec(api_key: int, api_version: int) -> MessageCodec:
+    return _response_header_codec(response_header_version(api_spec(api_key), api_version))

@@ -1,0 +1,337 @@
+"""Kafka's wire types as construct classes: the vocabulary every message schema is declared in.
+
+Fixed-width integers and booleans are construct's own (big-endian, signed). The classes here add what
+Kafka needs on top: int16-length and compact strings, int32-count and compact arrays, UUIDs and the
+tagged-field section of flexible versions. Each validates lengths and counts against the bytes that
+remain *before* reading or allocating, so hostile input fails with a ``ConstructError`` naming the
+field path instead of a huge allocation or a raw ``IndexError``.
+
+Every struct is a :class:`KStruct`, which parses into a plain ``dict``: that is the contract at the
+codec's edge, and it spares a conversion pass over large messages.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from construct import (
+    Construct,
+    ConstructError,
+    Flag,
+    FormatField,
+    Int8sb,
+    Int16sb,
+    Int32sb,
+    Int64sb,
+    Renamed,
+    Struct,
+    stream_read,
+    stream_size,
+    stream_tell,
+    stream_write,
+)
+
+__all__ = [
+    "Bool",
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "KArray",
+    "KString",
+    "KStruct",
+    "Layout",
+    "Schema",
+    "TaggedFields",
+    "Uuid",
+    "WireError",
+    "min_size",
+    "only",
+    "read_uvarint",
+    "uvarint_bytes",
+]
+
+Int8 = Int8sb
+Int16 = Int16sb
+Int32 = Int32sb
+Int64 = Int64sb
+Bool = Flag
+"""One byte; any non-zero value reads as true, as Kafka's ``readByte() != 0`` does."""
+
+Schema = Construct
+
+_MAX_UVARINT32_BYTES = 5
+
+
+class WireError(ConstructError):
+    """A Kafka-specific framing violation found while parsing or building (bad length, count, UTF-8)."""
+
+
+def _remaining(stream: Any, path: str) -> int:
+    return stream_size(stream) - stream_tell(stream, path)
+
+
+def read_uvarint(stream: Any, path: str) -> int:
+    """An unsigned LEB128 varint of at most 32 bits, as Kafka's compact lengths and tags use."""
+    value = 0
+    for i in range(_MAX_UVARINT32_BYTES):
+        byte = stream_read(stream, 1, path)[0]
+        value |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            if value > 0xFFFFFFFF:
+                raise WireError(f"unsigned varint {value} exceeds 32 bits", path=path)
+            return value
+    raise WireError(f"unsigned varint longer than {_MAX_UVARINT32_BYTES} bytes", path=path)
+
+
+def uvarint_bytes(value: int) -> bytes:
+    """Encode a non-negative int below 2**32 as an unsigned LEB128 varint."""
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise ValueError(f"unsigned varint {value} out of range")
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+class _LengthPrefixed(Construct):
+    """Shared length/count prefix handling: int16 or int32 (classic) vs unsigned varint (compact)."""
+
+    classic: Construct
+
+    def __init__(self, *, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.compact = compact
+        self.nullable = nullable
+
+    def _read_length(self, stream: Any, context: Any, path: str) -> int | None:
+        if self.compact:
+            n = read_uvarint(stream, path) - 1
+        else:
+            n = self.classic._parsereport(stream, context, path)
+        if n == -1 and self.nullable:
+            return None
+        if n < 0:
+            raise WireError(f"invalid length {n}", path=path)
+        return n
+
+    def _write_length(self, n: int | None, stream: Any, context: Any, path: str) -> None:
+        if n is None:
+            if not self.nullable:
+                raise WireError("null given for a non-nullable field", path=path)
+            n = -1
+        if self.compact:
+            stream_write(stream, uvarint_bytes(n + 1), len(uvarint_bytes(n + 1)), path)
+        else:
+            self.classic._build(n, stream, context, path)
+
+
+class KString(_LengthPrefixed):
+    """Kafka ``string``: int16 length (compact: uvarint length+1), UTF-8, -1 for null where allowed."""
+
+    classic = Int16sb
+
+    def __init__(self, *, compact: bool = False, nullable: bool = False) -> None:
+        super().__init__(compact=compact, nullable=nullable)
+
+    def _parse(self, stream: Any, context: Any, path: str) -> str | None:
+        n = self._read_length(stream, context, path)
+        if n is None:
+            return None
+        if n > _remaining(stream, path):
+            raise WireError(f"string length {n} exceeds the {_remaining(stream, path)} bytes left", path=path)
+        raw = stream_read(stream, n, path)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise WireError(f"invalid UTF-8: {exc.reason} at byte {exc.start}", path=path) from None
+
+    def _build(self, obj: str | None, stream: Any, context: Any, path: str) -> str | None:
+        if obj is None:
+            self._write_length(None, stream, context, path)
+            return obj
+        if not isinstance(obj, str):
+            raise WireError(f"expected str, got {type(obj).__name__}", path=path)
+        try:
+            raw = obj.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise WireError(f"cannot encode as UTF-8: {exc.reason}", path=path) from None
+        if not self.compact and len(raw) > 0x7FFF:
+            raise WireError(f"string of {len(raw)} bytes exceeds the int16 length limit", path=path)
+        self._write_length(len(raw), stream, context, path)
+        stream_write(stream, raw, len(raw), path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise ConstructError("a string has no fixed size", path=path)
+
+
+class KArray(_LengthPrefixed):
+    """Kafka array: int32 count (compact: uvarint count+1) of ``element``, -1 for null where allowed."""
+
+    classic = Int32sb
+
+    def __init__(self, element: Construct, *, compact: bool = False, nullable: bool = False) -> None:
+        super().__init__(compact=compact, nullable=nullable)
+        self.element = element
+        self.element_min_size = min_size(element)
+
+    def _parse(self, stream: Any, context: Any, path: str) -> list[Any] | None:
+        n = self._read_length(stream, context, path)
+        if n is None:
+            return None
+        left = _remaining(stream, path)
+        if n * self.element_min_size > left:
+            raise WireError(f"array count {n} cannot fit in the {left} bytes left", path=path)
+        element = self.element
+        return [element._parsereport(stream, context, f"{path}[{i}]") for i in range(n)]
+
+    def _build(self, obj: Iterable[Any] | None, stream: Any, context: Any, path: str) -> Any:
+        if obj is None:
+            self._write_length(None, stream, context, path)
+            return obj
+        if isinstance(obj, (str, bytes, dict)) or not isinstance(obj, Iterable):
+            raise WireError(f"expected a list, got {type(obj).__name__}", path=path)
+        items = list(obj)
+        self._write_length(len(items), stream, context, path)
+        for i, item in enumerate(items):
+            self.element._build(item, stream, context, f"{path}[{i}]")
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise ConstructError("an array has no fixed size", path=path)
+
+
+class _Uuid(Construct):
+    """Kafka ``uuid``: 16 raw bytes, as a :class:`uuid.UUID`."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> uuid.UUID:
+        return uuid.UUID(bytes=stream_read(stream, 16, path))
+
+    def _build(self, obj: uuid.UUID, stream: Any, context: Any, path: str) -> uuid.UUID:
+        if not isinstance(obj, uuid.UUID):
+            raise WireError(f"expected uuid.UUID, got {type(obj).__name__}", path=path)
+        stream_write(stream, obj.bytes, 16, path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return 16
+
+
+Uuid = _Uuid()
+
+
+class _TaggedFields(Construct):
+    """The tagged-field section closing every struct of a flexible version.
+
+    None of the messages this codec implements defines a tagged field, so parsing validates the
+    section's framing and skips its content (as Kafka keeps unknown tags aside), and building writes
+    an empty section.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flagbuildnone = True
+
+    def _parse(self, stream: Any, context: Any, path: str) -> None:
+        path = f"{path} -> _tagged_fields"
+        count = read_uvarint(stream, path)
+        if count > _remaining(stream, path) // 2:
+            raise WireError(f"tagged field count {count} cannot fit in the bytes left", path=path)
+        previous = -1
+        for _ in range(count):
+            tag = read_uvarint(stream, path)
+            if tag <= previous:
+                raise WireError(f"tag {tag} not in ascending order after {previous}", path=path)
+            previous = tag
+            size = read_uvarint(stream, path)
+            if size > _remaining(stream, path):
+                raise WireError(f"tag {tag} size {size} exceeds the bytes left", path=path)
+            stream_read(stream, size, path)
+        return None
+
+    def _build(self, obj: None, stream: Any, context: Any, path: str) -> None:
+        stream_write(stream, b"\x00", 1, path)
+        return None
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise ConstructError("a tagged-field section has no fixed size", path=path)
+
+
+TaggedFields = _TaggedFields()
+
+
+class KStruct(Struct):
+    """A struct that parses into a plain ``dict`` of its named fields and builds from any mapping.
+
+    No ``this``-expressions are used by Kafka's schemas (lengths are inline prefixes), so the
+    context bookkeeping of construct's ``Struct`` is skipped.
+    """
+
+    def _parse(self, stream: Any, context: Any, path: str) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for sc in self.subcons:
+            value = sc._parsereport(stream, context, path)
+            if sc.name:
+                obj[sc.name] = value
+        return obj
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if not isinstance(obj, dict):
+            raise WireError(f"expected a dict, got {type(obj).__name__}", path=path)
+        for sc in self.subcons:
+            if sc.name is None:
+                sc._build(None, stream, context, path)
+                continue
+            try:
+                value = obj[sc.name]
+            except KeyError:
+                raise WireError(f"missing field {sc.name!r}", path=path) from None
+            sc._build(value, stream, context, path)
+        return obj
+
+
+def min_size(con: Construct) -> int:
+    """The fewest bytes ``con`` can occupy on the wire, used to bound counts before allocating."""
+    if isinstance(con, Renamed):
+        return min_size(con.subcon)
+    if isinstance(con, Struct):
+        return sum(min_size(sc) for sc in con.subcons)
+    if isinstance(con, _LengthPrefixed):
+        return 1 if con.compact else con.classic.sizeof()
+    if con is TaggedFields:
+        return 1
+    if isinstance(con, FormatField) or con is Flag or con is Uuid:
+        return con.sizeof()
+    raise TypeError(f"no minimum size known for {con!r}")
+
+
+class Layout:
+    """Builds a version's strings, arrays and structs in its encoding: classic or flexible (compact).
+
+    A message schema is then written once, as a function of its version, in Kafka's field order::
+
+        k = Layout(flexible=version >= 2)
+        k.struct("topic_name" / k.string(), "partitions" / k.array(Int32))
+    """
+
+    def __init__(self, *, flexible: bool) -> None:
+        self.flexible = flexible
+
+    def string(self, *, nullable: bool = False) -> KString:
+        return KString(compact=self.flexible, nullable=nullable)
+
+    def array(self, element: Construct, *, nullable: bool = False) -> KArray:
+        return KArray(element, compact=self.flexible, nullable=nullable)
+
+    def struct(self, *fields: Construct) -> KStruct:
+        return KStruct(*fields, TaggedFields) if self.flexible else KStruct(*fields)
+
+
+def only(condition: bool, *fields: Construct) -> tuple[Construct, ...]:
+    """Fields present only in some versions: ``*only(version >= 1, "is_new" / Bool)``."""
+    return fields if condition else ()

@@ -1,0 +1,720 @@
+"""Run real ZooKeeper servers (a JVM each) on loopback for development and tests.
+
+The control plane talks to ZooKeeper through kazoo; to test it honestly we need a
+real server, not a fake. This module finds a ZooKeeper distribution and a ``java``
+binary, writes a config, starts the JVM and waits until it actually serves.
+
+* :class:`ZooKeeperServer` is one standalone server (what the test fixtures use).
+* :class:`ZooKeeperEnsemble` is a quorum of several servers, for failover tests.
+* Both drive :class:`ZooKeeperProcess`, the one place that knows how to start,
+  probe and stop a ZooKeeper JVM.
+
+Where the jars come from, in order: ``$ZOOKEEPER_HOME`` (a binary tarball layout),
+Debian's ``zookeeper`` package, then the jars bundled inside an installed ``pyspark``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+__all__ = [
+    "DEFAULT_JVM_OPTS",
+    "JavaNotFound",
+    "LocalServerError",
+    "ZooKeeperClasspath",
+    "ZooKeeperEnsemble",
+    "ZooKeeperNotFound",
+    "ZooKeeperProcess",
+    "ZooKeeperServer",
+    "ZooKeeperStartError",
+    "find_free_port",
+    "find_java",
+    "four_letter_word",
+    "resolve_classpath",
+    "server_mode",
+]
+
+log = logging.getLogger("zkstore.local_server")
+
+LOOPBACK = "127.0.0.1"
+
+#: Debian's ``libzookeeper-java`` jar. Its manifest ``Class-Path`` already names the
+#: jars it needs (netty, slf4j-api, jute, ...), so the jar alone is a usable classpath.
+DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+#: Optional Debian jars that give slf4j a logging backend; without them the server
+#: runs fine but logs nothing. Deliberately not ``/usr/share/java/*``: that directory
+#: holds several competing slf4j bindings (nop, simple, jdk14, log4j12).
+DEBIAN_LOGGING_JARS = (Path("/usr/share/java/slf4j-log4j12.jar"), Path("/usr/share/java/log4j-1.2.jar"))
+
+#: Small, fast-starting JVM: the test server holds little data, and the C1-only JIT
+#: plus the serial collector cut startup time and memory on small CI machines.
+DEFAULT_JVM_OPTS: tuple[str, ...] = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+#: 500 ms ticks make elections and session expiry quick in tests. With ZooKeeper's
+#: default bounds (2..20 ticks) that would cap sessions at 10 s, so the cap is raised
+#: explicitly: sessions from 1 s (2 ticks) to 60 s are accepted.
+TICK_TIME_MS = 500
+MAX_SESSION_TIMEOUT_MS = 60_000
+
+FOUR_LETTER_WORDS = "srvr,ruok,stat,mntr,cons"
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+LOG_TAIL_LINES = 40
+POLL_INTERVAL_S = 0.1
+
+INSTALL_HINT_JAVA = "install a Java runtime, e.g. `apt-get install openjdk-17-jre-headless`"
+
+
+class LocalServerError(RuntimeError):
+    """Base class for every failure to set up or run a local ZooKeeper."""
+
+
+class ZooKeeperNotFound(LocalServerError):
+    """No ZooKeeper jars could be located."""
+
+
+class JavaNotFound(LocalServerError):
+    """No ``java`` executable could be located."""
+
+
+class ZooKeeperStartError(LocalServerError):
+    """The JVM exited or never started serving; the message carries the log tail."""
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True)
+class ZooKeeperClasspath:
+    """Where the ZooKeeper jars were found, kept with its origin for error messages."""
+
+    entries: tuple[str, ...]
+    source: str  # "ZOOKEEPER_HOME", "debian" or "pyspark"
+
+    @property
+    def argument(self) -> str:
+        """The value for ``java -cp`` (entries may be ``dir/*`` wildcards that java expands)."""
+        return os.pathsep.join(self.entries)
+
+
+def _has_zookeeper_jar(directory: Path) -> bool:
+    return any(directory.glob("zookeeper-[0-9]*.jar")) or (directory / "zookeeper.jar").is_file()
+
+
+def _classpath_from_home(home: Path) -> ZooKeeperClasspath:
+    """Tarball layout: jars in ``lib/`` (3.5+) and/or at the top level (older releases)."""
+    dirs = [d for d in (home / "lib", home) if d.is_dir() and any(d.glob("*.jar"))]
+    if not dirs or not any(_has_zookeeper_jar(d) for d in dirs):
+        raise ZooKeeperNotFound(
+            f"ZOOKEEPER_HOME is set to {str(home)!r}, but no zookeeper-<version>.jar was found in "
+            f"{str(home / 'lib')!r} or {str(home)!r}. Point ZOOKEEPER_HOME at an unpacked ZooKeeper "
+            "binary release (apache-zookeeper-X.Y.Z-bin), or unset it to use Debian's or pyspark's jars."
+        )
+    return ZooKeeperClasspath(tuple(str(d / "*") for d in dirs), "ZOOKEEPER_HOME")
+
+
+def _pyspark_jars_dir() -> Path | None:
+    """pyspark bundles ZooKeeper and its deps; locate them without importing pyspark (slow, heavy)."""
+    try:
+        spec = importlib.util.find_spec("pyspark")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        jars = Path(location) / "jars"
+        if jars.is_dir() and _has_zookeeper_jar(jars):
+            return jars
+    return None
+
+
+def resolve_classpath(environ: Mapping[str, str] | None = None) -> ZooKeeperClasspath:
+    """Find ZooKeeper's jars: ``$ZOOKEEPER_HOME``, then Debian's package, then pyspark's.
+
+    A set-but-broken ``ZOOKEEPER_HOME`` is an error rather than a silent fallback, so
+    nobody tests against a different ZooKeeper than the one they asked for.
+    """
+    env = os.environ if environ is None else environ
+    home = env.get("ZOOKEEPER_HOME", "").strip()
+    if home:
+        return _classpath_from_home(Path(home).expanduser())
+    if DEBIAN_ZOOKEEPER_JAR.is_file():
+        entries = [str(DEBIAN_ZOOKEEPER_JAR)]
+        if all(jar.is_file() for jar in DEBIAN_LOGGING_JARS):
+            entries += [str(jar) for jar in DEBIAN_LOGGING_JARS]
+        return ZooKeeperClasspath(tuple(entries), "debian")
+    jars = _pyspark_jars_dir()
+    if jars is not None:
+        return ZooKeeperClasspath((str(jars / "*"),), "pyspark")
+    raise ZooKeeperNotFound(
+        "Cannot find ZooKeeper jars. Do one of: (1) set ZOOKEEPER_HOME to an unpacked ZooKeeper "
+        "binary release; (2) `apt-get install zookeeper` (Debian/Ubuntu, provides "
+        f"{DEBIAN_ZOOKEEPER_JAR}); (3) `pip install pyspark` (bundles ZooKeeper; `make test` installs it)."
+    )
+
+
+def find_java(environ: Mapping[str, str] | None = None) -> str:
+    """``$JAVA_HOME/bin/java`` if usable, else ``java`` on ``PATH``."""
+    env = os.environ if environ is None else environ
+    java_home = env.get("JAVA_HOME", "").strip()
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+        log.warning("JAVA_HOME=%s has no bin/java; looking for java on PATH", java_home)
+    found = shutil.which("java", path=env.get("PATH", os.defpath))
+    if found is None:
+        where = f"JAVA_HOME={java_home!r} (no bin/java) nor on PATH" if java_home else "on PATH"
+        raise JavaNotFound(
+            f"No `java` executable found {where}; ZooKeeper needs a Java runtime (11+). "
+            f"To fix it, {INSTALL_HINT_JAVA}, or set JAVA_HOME."
+        )
+    return found
+
+
+# --------------------------------------------------------------------------- probing
+
+
+def find_free_port(host: str = LOOPBACK) -> int:
+    """A port the kernel considers free right now (bind to 0, read it, release it)."""
+    return _free_ports(1, host)[0]
+
+
+def _free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """Distinct free ports: all sockets stay bound until every port is picked."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(sock.getsockname()[1])
+        return ports
+
+
+def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
+    """Send a four-letter admin command and return the whole reply (the server closes after it).
+
+    Raises ``OSError`` when the server is not listening or does not answer in time.
+    """
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(word.encode("ascii"))
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def server_mode(host: str, port: int, timeout: float = 2.0) -> str | None:
+    """``standalone``/``leader``/``follower``/..., or None while the server is not serving."""
+    try:
+        reply = four_letter_word(host, port, "srvr", timeout)
+    except OSError:
+        return None
+    for line in reply.splitlines():
+        if line.startswith("Mode:"):
+            return line.partition(":")[2].strip()
+    return None  # e.g. "not currently serving requests" while a quorum peer looks for a leader
+
+
+# --------------------------------------------------------------------------- config files
+
+# Minimal console-logging configs for each backend ZooKeeper may be packaged with
+# (log4j2 in pyspark, logback in 3.8+ tarballs, log4j 1.2 on Debian). Without one,
+# log4j2 prints only errors and logback/log4j1 complain. Only the one matching the
+# classpath is read; the others are ignored.
+_LOG4J2_CONFIG = """\
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+"""
+_LOG4J1_CONFIG = """\
+log4j.rootLogger=INFO, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n
+"""
+_LOGBACK_CONFIG = """\
+<configuration>
+  <appender name="out" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{ISO8601} %-5level [%thread] %logger{0}: %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="out"/></root>
+</configuration>
+"""
+
+
+def _base_config(data_dir: Path, client_port: int) -> dict[str, str]:
+    return {
+        "tickTime": str(TICK_TIME_MS),
+        "maxSessionTimeout": str(MAX_SESSION_TIMEOUT_MS),
+        "dataDir": str(data_dir),
+        "clientPort": str(client_port),
+        "clientPortAddress": LOOPBACK,
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": FOUR_LETTER_WORDS,
+        "maxClientCnxns": "0",
+        # Writes still reach the OS page cache before they are acknowledged, so killing
+        # the JVM (chaos tests) loses nothing; only skipping fsync keeps tests fast.
+        "forceSync": "no",
+        "preAllocSize": "4096",  # KiB; the 64 MiB default is wasteful for test data
+    }
+
+
+def _write_config(path: Path, settings: Mapping[str, str]) -> None:
+    lines = [f"{key}={value}" for key, value in settings.items()]
+    path.write_text("# Written by zkstore.local_server\n" + "\n".join(lines) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- the JVM
+
+# Strong references on purpose: a server whose owner dropped it must still be stopped.
+_live_processes: set[ZooKeeperProcess] = set()
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    """Never leave a JVM behind if the owner forgot to stop it (or crashed before teardown)."""
+    for proc in list(_live_processes):
+        with contextlib.suppress(Exception):
+            proc.stop(timeout=3.0)
+
+
+class ZooKeeperProcess:
+    """One ZooKeeper JVM for a prepared data directory: start, probe, stop, kill.
+
+    The config is rewritten on every start from ``settings``, so the same instance can
+    be restarted any number of times on the same port and data.
+    """
+
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        client_port: int,
+        settings: Mapping[str, str],
+        classpath: ZooKeeperClasspath,
+        java: str,
+        jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
+        main_class: str = "org.apache.zookeeper.server.ZooKeeperServerMain",
+        name: str = "zookeeper",
+    ) -> None:
+        self.data_dir = data_dir
+        self.client_port = client_port
+        self.settings = dict(settings)
+        self.classpath = classpath
+        self.java = java
+        self.jvm_opts = tuple(jvm_opts)
+        self.main_class = main_class
+        self.name = name
+        self.config_path = data_dir / "zoo.cfg"
+        self.log_path = data_dir / "zookeeper.log"
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    # -- properties
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def port(self) -> int:
+        return self.client_port
+
+    @property
+    def connect_string(self) -> str:
+        return f"{LOOPBACK}:{self.client_port}"
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the running JVM, or None once it has been stopped (or before start)."""
+        return self._popen.pid if self.running and self._popen is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    # -- lifecycle
+
+    def start(self) -> None:
+        """Spawn the JVM (without waiting for it to serve). No-op if already running."""
+        if self.running:
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        _write_config(self.config_path, self.settings)
+        conf = self.data_dir / "logging"
+        conf.mkdir(exist_ok=True)
+        (conf / "log4j2.properties").write_text(_LOG4J2_CONFIG, encoding="utf-8")
+        (conf / "log4j.properties").write_text(_LOG4J1_CONFIG, encoding="utf-8")
+        (conf / "logback.xml").write_text(_LOGBACK_CONFIG, encoding="utf-8")
+        command = [
+            self.java,
+            *self.jvm_opts,
+            f"-Dlog4j2.configurationFile={conf / 'log4j2.properties'}",
+            f"-Dlog4j.configuration={(conf / 'log4j.properties').as_uri()}",
+            f"-Dlogback.configurationFile={conf / 'logback.xml'}",
+            f"-Dzookeeper.log.dir={self.data_dir}",
+            # ZooKeeper otherwise registers log4j 1.x MBeans, which only adds noise here.
+            "-Dzookeeper.jmx.log4j.disable=true",
+            "-cp",
+            self.classpath.argument,
+            self.main_class,
+            str(self.config_path),
+        ]
+        log.info("starting %s on %s (jars from %s)", self.name, self.connect_string, self.classpath.source)
+        log.debug("command: %s", command)
+        with self.log_path.open("ab") as log_file:
+            log_file.write(f"\n=== zkstore: starting {self.name} at {time.ctime()} ===\n".encode())
+            log_file.flush()
+            self._popen = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                cwd=self.data_dir,
+                # Own process group: a terminal's Ctrl-C reaches only us, and we decide
+                # the shutdown order (see ``python -m zkstore``).
+                start_new_session=True,
+            )
+        _live_processes.add(self)
+
+    def mode(self, timeout: float = 2.0) -> str | None:
+        """The server's current ``Mode:`` from ``srvr``, or None if it is not serving."""
+        if not self.running:
+            return None
+        return server_mode(LOOPBACK, self.client_port, timeout)
+
+    def srvr(self, timeout: float = 2.0) -> str:
+        """Raw ``srvr`` reply (version, latency, zxid, mode, node count)."""
+        return four_letter_word(LOOPBACK, self.client_port, "srvr", timeout)
+
+    def wait_until_serving(self, timeout: float = START_TIMEOUT_S, modes: Iterable[str] | None = None) -> str:
+        """Poll ``srvr`` until it reports a mode (one of ``modes`` if given); return that mode.
+
+        Raises :class:`ZooKeeperStartError` with the log tail if the JVM exits or time runs out.
+        """
+        wanted = None if modes is None else frozenset(modes)
+        deadline = time.monotonic() + timeout
+        last_mode: str | None = None
+        while True:
+            if not self.running:
+                code = None if self._popen is None else self._popen.returncode
+                raise ZooKeeperStartError(
+                    f"{self.name} exited with code {code} before serving on {self.connect_string}\n"
+                    + self.log_tail()
+                )
+            last_mode = server_mode(LOOPBACK, self.client_port, timeout=1.0)
+            if last_mode is not None and (wanted is None or last_mode in wanted):
+                return last_mode
+            if time.monotonic() >= deadline:
+                raise ZooKeeperStartError(
+                    f"{self.name} not serving on {self.connect_string} after {timeout:.0f} s "
+                    f"(last mode: {last_mode})\n" + self.log_tail()
+                )
+            time.sleep(POLL_INTERVAL_S)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM, wait up to ``timeout`` s, then SIGKILL. Safe to call repeatedly."""
+        popen = self._popen
+        if popen is None or popen.poll() is not None:
+            _live_processes.discard(self)
+            return
+        log.info("stopping %s (pid %d)", self.name, popen.pid)
+        with contextlib.suppress(ProcessLookupError):
+            popen.send_signal(signal.SIGTERM)
+        try:
+            popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("%s (pid %d) ignored SIGTERM for %.0f s; killing it", self.name, popen.pid, timeout)
+            self.kill()
+        _live_processes.discard(self)
+
+    def kill(self) -> None:
+        """SIGKILL with no chance to clean up: simulates a crashed server."""
+        popen = self._popen
+        if popen is None or popen.poll() is not None:
+            _live_processes.discard(self)
+            return
+        log.info("killing %s (pid %d)", self.name, popen.pid)
+        with contextlib.suppress(ProcessLookupError):
+            popen.kill()
+        popen.wait()
+        _live_processes.discard(self)
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The last lines of the server log, for error messages."""
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            return f"(no log at {self.log_path}: {exc})"
+        tail = text.splitlines()[-lines:]
+        return f"--- last {len(tail)} lines of {self.log_path} ---\n" + "\n".join(tail)
+
+    def __repr__(self) -> str:
+        state = f"pid {self.pid}" if self.running else "stopped"
+        return f"<ZooKeeperProcess {self.name} {self.connect_string} {state}>"
+
+
+# --------------------------------------------------------------------------- public runners
+
+
+def _make_data_dir(data_dir: str | os.PathLike[str] | None, prefix: str) -> Path:
+    if data_dir is None:
+        return Path(tempfile.mkdtemp(prefix=prefix))
+    path = Path(data_dir).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper on 127.0.0.1 with its own data dir (kept after stop, for its log).
+
+    Usage::
+
+        with ZooKeeperServer() as zk:
+            client = KazooClient(hosts=zk.connect_string)
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
+        extra_config: Mapping[str, str] | None = None,
+        start_timeout: float = START_TIMEOUT_S,
+    ) -> None:
+        classpath = resolve_classpath()
+        java = find_java()
+        directory = _make_data_dir(data_dir, "zkstore-zookeeper-")
+        client_port = find_free_port() if port is None else port
+        settings = _base_config(directory, client_port) | dict(extra_config or {})
+        self.start_timeout = start_timeout
+        self.process = ZooKeeperProcess(
+            data_dir=directory,
+            client_port=client_port,
+            settings=settings,
+            classpath=classpath,
+            java=java,
+            jvm_opts=jvm_opts,
+            name=f"zookeeper-standalone:{client_port}",
+        )
+
+    @property
+    def host(self) -> str:
+        return self.process.host
+
+    @property
+    def port(self) -> int:
+        """The client port."""
+        return self.process.port
+
+    @property
+    def connect_string(self) -> str:
+        """``"127.0.0.1:PORT"``, for kazoo's ``hosts``."""
+        return self.process.connect_string
+
+    @property
+    def pid(self) -> int | None:
+        """JVM pid; None when not running."""
+        return self.process.pid
+
+    @property
+    def log_path(self) -> Path:
+        """The JVM's stdout/stderr; survives ``stop()`` for post-mortems."""
+        return self.process.log_path
+
+    @property
+    def data_dir(self) -> Path:
+        """Holds zoo.cfg, the log and ZooKeeper's snapshots/txn logs."""
+        return self.process.data_dir
+
+    @property
+    def running(self) -> bool:
+        return self.process.running
+
+    def start(self) -> Self:
+        """Start the JVM and block until it answers ``srvr`` in standalone mode."""
+        self.process.start()
+        try:
+            self.process.wait_until_serving(self.start_timeout)
+        except BaseException:
+            self.process.stop()
+            raise
+        log.info("ZooKeeper serving at %s (log %s)", self.connect_string, self.log_path)
+        return self
+
+    def stop(self) -> None:
+        """Graceful stop (SIGTERM, then SIGKILL after 10 s); idempotent."""
+        self.process.stop()
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, for chaos tests."""
+        self.process.kill()
+
+    def restart(self) -> Self:
+        """Stop (if running) and start again on the same port and data dir."""
+        self.process.stop()
+        return self.start()
+
+    def mode(self) -> str | None:
+        return self.process.mode()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<ZooKeeperServer {self.process!r}>"
+
+
+class ZooKeeperEnsemble:
+    """A ZooKeeper quorum of ``size`` JVMs on loopback, for leader-failover tests.
+
+    Nodes are addressed by 0-based index ``i``; node ``i`` has server id (``myid``) ``i + 1``.
+    """
+
+    def __init__(
+        self,
+        size: int = 3,
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
+        extra_config: Mapping[str, str] | None = None,
+        start_timeout: float = START_TIMEOUT_S,
+    ) -> None:
+        if size < 2:
+            raise ValueError("an ensemble needs at least 2 servers; use ZooKeeperServer for one")
+        classpath = resolve_classpath()
+        java = find_java()
+        root = _make_data_dir(data_dir, "zkstore-ensemble-")
+        ports = _free_ports(3 * size)
+        client_ports, peer_ports = ports[:size], ports[size:]
+        servers = {
+            f"server.{i + 1}": f"{LOOPBACK}:{peer_ports[2 * i]}:{peer_ports[2 * i + 1]}" for i in range(size)
+        }
+        self.start_timeout = start_timeout
+        self.data_dir = root
+        self.nodes: list[ZooKeeperProcess] = []
+        for i in range(size):
+            node_dir = root / f"node{i + 1}"
+            node_dir.mkdir(parents=True, exist_ok=True)
+            (node_dir / "myid").write_text(f"{i + 1}\n", encoding="ascii")
+            settings = (
+                _base_config(node_dir, client_ports[i])
+                # Generous limits in ticks: startup on a busy 2-core box can be slow.
+                | {"initLimit": "20", "syncLimit": "10"}
+                | servers
+                | dict(extra_config or {})
+            )
+            self.nodes.append(
+                ZooKeeperProcess(
+                    data_dir=node_dir,
+                    client_port=client_ports[i],
+                    settings=settings,
+                    classpath=classpath,
+                    java=java,
+                    jvm_opts=jvm_opts,
+                    main_class="org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                    name=f"zookeeper-{i + 1}:{client_ports[i]}",
+                )
+            )
+
+    @property
+    def connect_string(self) -> str:
+        """All nodes, running or not: clients fail over between them."""
+        return ",".join(node.connect_string for node in self.nodes)
+
+    def start(self) -> Self:
+        """Start every node at once (so the election sees all peers) and wait for a quorum."""
+        for node in self.nodes:
+            node.start()
+        try:
+            self.wait_for_quorum()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def stop_node(self, i: int) -> None:
+        self.nodes[i].stop()
+
+    def kill_node(self, i: int) -> None:
+        self.nodes[i].kill()
+
+    def start_node(self, i: int) -> None:
+        """(Re)start one node and wait until it has joined the quorum as leader or follower."""
+        node = self.nodes[i]
+        node.start()
+        node.wait_until_serving(self.start_timeout, modes=("leader", "follower"))
+
+    def modes(self) -> list[str | None]:
+        """Each node's ``srvr`` mode (None for stopped or not-serving nodes)."""
+        return [node.mode() for node in self.nodes]
+
+    def leader(self) -> int | None:
+        """Index of the current leader, if exactly one node claims to lead."""
+        leaders = [i for i, mode in enumerate(self.modes()) if mode == "leader"]
+        return leaders[0] if len(leaders) == 1 else None
+
+    def wait_for_quorum(self, timeout: float | None = None) -> int:
+        """Wait until every running node is leader or follower with exactly one leader; return its index.
+
+        Needs a majority of nodes running, otherwise it times out.
+        """
+        limit = self.start_timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        while True:
+            running = [i for i, node in enumerate(self.nodes) if node.running]
+            modes = {i: self.nodes[i].mode() for i in running}
+            leaders = [i for i, mode in modes.items() if mode == "leader"]
+            if (
+                len(running) > len(self.nodes) // 2
+                and len(leaders) == 1
+                and all(mode in ("leader", "follower") for mode in modes.values())
+            ):
+                return leaders[0]
+            out_of_time = time.monotonic() >= deadline
+            if out_of_time or len(running) <= len(self.nodes) // 2:  # no majority: it cannot happen
+                tails = "\n".join(self.nodes[i].log_tail(15) for i in range(len(self.nodes)))
+                raise ZooKeeperStartError(
+                    f"ensemble has no quorum after {limit:.0f} s: modes {modes}, running {running}\n{tails}"
+                )
+            time.sleep(POLL_INTERVAL_S)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<ZooKeeperEnsemble {self.nodes!r}>"
