@@ -36,8 +36,12 @@ def encode_request_header(
     ``writelines`` lets one shared body serve many brokers (seed 002) without a copy per broker.
     """
     out = bytearray(SIZE_PREFIX.size)
-    header = {"api_key": api_key, "api_version": api_version, "correlation_id": correlation_id,
-              "client_id": client_id}
+    header = {
+        "api_key": api_key,
+        "api_version": api_version,
+        "correlation_id": correlation_id,
+        "client_id": client_id,
+    }
     request_header_codec(api_key, api_version).encode_into(header, out)
     SIZE_PREFIX.pack_into(out, 0, len(out) - SIZE_PREFIX.size + body_size)
     return bytes(out)
@@ -49,8 +53,12 @@ def encode_request(
     """A whole request frame: size prefix, request header (v0/v1/v2 as the API version needs), body."""
     codec = message_codec(api_key, api_version, "request")
     out = bytearray(SIZE_PREFIX.size)
-    header = {"api_key": api_key, "api_version": api_version, "correlation_id": correlation_id,
-              "client_id": client_id}
+    header = {
+        "api_key": api_key,
+        "api_version": api_version,
+        "correlation_id": correlation_id,
+        "client_id": client_id,
+    }
     request_header_codec(api_key, api_version).encode_into(header, out)
     codec.encode_into(body, out)
     SIZE_PREFIX.pack_into(out, 0, len(out) - SIZE_PREFIX.size)

@@ -260,10 +260,7 @@ def _decode_array_items(src: _Source, con: KArray, n: str, var: str) -> None:
     src.emit(f"{append} = {var}.append")
     src.emit(f"for _ in range({n}):")
     src.indent += 1
-    if isinstance(element, KStruct):
-        item = _decode_struct(src, element)
-    else:
-        item = _decode_scalar_item(src, element)
+    item = _decode_struct(src, element) if isinstance(element, KStruct) else _decode_scalar_item(src, element)
     src.emit(f"{append}({item})")
     src.indent -= 1
 
@@ -340,7 +337,7 @@ def _encode_struct(src: _Source, struct_con: KStruct, obj: str) -> None:
             if con.nullable:
                 run.flush()
                 src.emit(f"if {v} is None:")
-                null = (b"\x00" if con.compact else struct.pack(">h" if isinstance(con, KString) else ">i", -1))
+                null = b"\x00" if con.compact else struct.pack(">h" if isinstance(con, KString) else ">i", -1)
                 src.emit(f"    out += {src.const(null, 'B')}")
                 src.emit("else:")
                 src.indent += 1
@@ -387,7 +384,7 @@ def _encode_array_items(src: _Source, con: KArray, items: str) -> None:
 
 
 def compile_encoder(schema: KStruct) -> Encoder:
-    """``encode(body, out)`` appending ``schema``'s bytes to ``out``, raising one of ENCODE_ERRORS on a miss."""
+    """``encode(body, out)`` appends the bytes of ``body`` to ``out``; raises an ENCODE_ERRORS on a miss."""
     src = _Source()
     src.emit("if obj.__class__ is not dict: raise FastPathMiss")
     _encode_struct(src, schema, "obj")

@@ -11,7 +11,6 @@ from construct import Construct, ConstructError
 from protocol.errors import ProtocolError
 from protocol.fastpath import DECODE_ERRORS, ENCODE_ERRORS, compile_decoder, compile_encoder
 
-
 _PAUSE_GC_ABOVE = 64 * 1024
 
 

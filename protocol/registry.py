@@ -14,7 +14,13 @@ from protocol.headers import (
     response_header_version,
 )
 from protocol.message_codec import MessageCodec
-from protocol.messages import alter_partition, controlled_shutdown, leader_and_isr, stop_replica, update_metadata
+from protocol.messages import (
+    alter_partition,
+    controlled_shutdown,
+    leader_and_isr,
+    stop_replica,
+    update_metadata,
+)
 
 APIS: dict[int, ApiSpec] = {
     spec.key: spec

@@ -13,6 +13,7 @@ from protocol.api import ApiKey, ApiSpec
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
 from protocol.types import Bool, Int16, Int32, Int64, KArray, KString, KStruct
 
+
 def request(version: int) -> Construct:
     partition_state = KStruct(
         "partition_index" / Int32,
@@ -45,7 +46,10 @@ def response(version: int) -> Construct:
 SPEC = ApiSpec(
     key=ApiKey.LEADER_AND_ISR,
     name="LeaderAndIsr",
-    versions=(PER_BROKER_EPOCH_VERSIONS[ApiKey.LEADER_AND_ISR], MAX_BROKER_EPOCH_VERSIONS[ApiKey.LEADER_AND_ISR]),
+    versions=(
+        PER_BROKER_EPOCH_VERSIONS[ApiKey.LEADER_AND_ISR],
+        MAX_BROKER_EPOCH_VERSIONS[ApiKey.LEADER_AND_ISR],
+    ),
     flexible_versions=frozenset(),
     request=request,
     response=response,

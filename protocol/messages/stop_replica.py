@@ -11,6 +11,7 @@ from protocol.api import ApiKey, ApiSpec
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
 from protocol.types import Bool, Int16, Int32, Int64, KArray, KString, KStruct
 
+
 def request(version: int) -> Construct:
     return KStruct(
         "controller_id" / Int32,

@@ -13,6 +13,7 @@ from protocol.api import ApiKey, ApiSpec
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
 from protocol.types import Int16, Int32, Int64, KArray, KString, KStruct
 
+
 def request(version: int) -> Construct:
     partition_state = KStruct(
         "partition_index" / Int32,
@@ -48,7 +49,10 @@ def response(version: int) -> Construct:
 SPEC = ApiSpec(
     key=ApiKey.UPDATE_METADATA,
     name="UpdateMetadata",
-    versions=(PER_BROKER_EPOCH_VERSIONS[ApiKey.UPDATE_METADATA], MAX_BROKER_EPOCH_VERSIONS[ApiKey.UPDATE_METADATA]),
+    versions=(
+        PER_BROKER_EPOCH_VERSIONS[ApiKey.UPDATE_METADATA],
+        MAX_BROKER_EPOCH_VERSIONS[ApiKey.UPDATE_METADATA],
+    ),
     flexible_versions=frozenset(),
     request=request,
     response=response,
