@@ -62,18 +62,18 @@ def message_codec(api_key: int, api_version: int, kind: Kind) -> MessageCodec:
 
 
 @functools.cache
-def _request_header_codec(version: int) -> MessageCodec:
+def request_header_codec_for(version: int) -> MessageCodec:
     return MessageCodec(f"request header v{version}", request_header_schema(version))
 
 
 @functools.cache
-def _response_header_codec(version: int) -> MessageCodec:
+def response_header_codec_for(version: int) -> MessageCodec:
     return MessageCodec(f"response header v{version}", response_header_schema(version))
 
 
 def request_header_codec(api_key: int, api_version: int) -> MessageCodec:
-    return _request_header_codec(request_header_version(api_spec(api_key), api_version))
+    return request_header_codec_for(request_header_version(api_spec(api_key), api_version))
 
 
 def response_header_codec(api_key: int, api_version: int) -> MessageCodec:
-    return _response_header_codec(response_header_version(api_spec(api_key), api_version))
+    return response_header_codec_for(response_header_version(api_spec(api_key), api_version))

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import protocol
-from protocol.registry import message_codec
+from protocol.message_codec import MessageCodec
+from protocol.registry import message_codec, request_header_codec_for, response_header_codec_for
 from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id
 
 client_ids = st.none() | st.text(max_size=10)
@@ -60,3 +61,20 @@ def test_seed_versions_carry_max_broker_epoch_where_kip380_versions_carry_broker
         assert seed_fields == ["max_broker_epoch" if name == "broker_epoch" else name for name in base_fields]
         assert protocol.epoch_field(api_key, seed_version) == "max_broker_epoch"
         assert protocol.epoch_field(api_key, base_version) == "broker_epoch"
+
+
+@pytest.mark.parametrize(
+    ("label", "codec"),
+    [(f"request-v{v}", request_header_codec_for(v)) for v in (0, 1, 2)]
+    + [(f"response-v{v}", response_header_codec_for(v)) for v in (0, 1)],
+    ids=lambda x: x if isinstance(x, str) else "",
+)
+@given(data=st.data())
+def test_every_header_version_round_trips(label: str, codec: MessageCodec, data: st.DataObject) -> None:
+    header = data.draw(body_strategy(codec.schema))
+    raw = codec.encode(header)
+    assert raw == codec.reference_encode(header)
+    assert codec.decode(raw) == header
+    fixed = {"request-v0": 8, "request-v1": 10, "request-v2": 11, "response-v0": 4, "response-v1": 5}[label]
+    client_id = header.get("client_id")
+    assert len(raw) == fixed + (len(client_id.encode()) if client_id else 0)
