@@ -30,41 +30,34 @@ def _replicas(index: int, brokers: int) -> list[int]:
     return [(index + i) % brokers for i in range(REPLICATION_FACTOR)]
 
 
-def update_metadata_body(version: int, partitions: int, brokers: int, per_topic: int = 100) -> dict[str, Any]:
+def topic_states(partitions: int, brokers: int, extra: dict[str, Any], per_topic: int = 100) -> list[dict]:
+    """Topics of ``per_topic`` partitions, replicas spread round-robin, the full ISR in sync.
+
+    ``extra`` holds the fields in which the two control requests' partition states differ.
+    """
     topics = []
     for t in range(partitions // per_topic):
         states = []
         for p in range(per_topic):
             replicas = _replicas(t * per_topic + p, brokers)
-            states.append(
-                {
-                    "partition_index": p,
-                    "controller_epoch": 7,
-                    "leader": replicas[0],
-                    "leader_epoch": 12,
-                    "isr": list(replicas),
-                    "zk_version": 31,
-                    "replicas": replicas,
-                    "offline_replicas": [],
-                }
-            )
+            base = {"partition_index": p, "controller_epoch": 7, "leader": replicas[0], "leader_epoch": 12}
+            states.append({**base, "isr": list(replicas), **extra, "replicas": replicas})
         topics.append({"topic_name": f"topic-{t:05d}", "partition_states": states})
+    return topics
+
+
+def update_metadata_body(version: int, partitions: int, brokers: int) -> dict[str, Any]:
     live_brokers = [
         {
             "id": b,
             "endpoints": [
                 {
-                    "port": 9092,
+                    "port": port,
                     "host": f"broker-{b}.kafka.local",
-                    "listener": "PLAINTEXT",
+                    "listener": listener,
                     "security_protocol": 0,
-                },
-                {
-                    "port": 9093,
-                    "host": f"broker-{b}.kafka.local",
-                    "listener": "CONTROLLER",
-                    "security_protocol": 0,
-                },
+                }
+                for port, listener in ((9092, "PLAINTEXT"), (9093, "CONTROLLER"))
             ],
             "rack": f"rack-{b % 3}",
         }
@@ -74,36 +67,18 @@ def update_metadata_body(version: int, partitions: int, brokers: int, per_topic:
         "controller_id": 1,
         "controller_epoch": 7,
         epoch_field(ApiKey.UPDATE_METADATA, version): 0x1F0000002A,
-        "topic_states": topics,
+        "topic_states": topic_states(partitions, brokers, {"zk_version": 31, "offline_replicas": []}),
         "live_brokers": live_brokers,
     }
 
 
-def leader_and_isr_body(partitions: int, brokers: int, per_topic: int = 100) -> dict[str, Any]:
-    topics = []
-    for t in range(partitions // per_topic):
-        states = []
-        for p in range(per_topic):
-            replicas = _replicas(t * per_topic + p, brokers)
-            states.append(
-                {
-                    "partition_index": p,
-                    "controller_epoch": 7,
-                    "leader": replicas[0],
-                    "leader_epoch": 12,
-                    "isr": list(replicas),
-                    "partition_epoch": 31,
-                    "replicas": replicas,
-                    "is_new": False,
-                }
-            )
-        topics.append({"topic_name": f"topic-{t:05d}", "partition_states": states})
+def leader_and_isr_body(partitions: int, brokers: int) -> dict[str, Any]:
     leaders = [{"broker_id": b, "host_name": f"broker-{b}.kafka.local", "port": 9092} for b in range(brokers)]
     return {
         "controller_id": 1,
         "controller_epoch": 7,
         "broker_epoch": 0x1F0000002A,
-        "topic_states": topics,
+        "topic_states": topic_states(partitions, brokers, {"partition_epoch": 31, "is_new": False}),
         "live_leaders": leaders,
     }
 

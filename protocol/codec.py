@@ -27,14 +27,8 @@ def encode_request_body(api_key: int, api_version: int, body: dict[str, Any]) ->
     return message_codec(api_key, api_version, "request").encode(body)
 
 
-def encode_request_header(
-    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body_size: int
-) -> bytes:
-    """The size prefix and request header for a body of ``body_size`` bytes encoded separately.
-
-    ``encode_request_header(...) + body`` equals ``encode_request(...)``; writing the two parts with
-    ``writelines`` lets one shared body serve many brokers (seed 002) without a copy per broker.
-    """
+def _start_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> bytearray:
+    """A buffer holding a placeholder size prefix and the request header for this API version."""
     out = bytearray(SIZE_PREFIX.size)
     header = {
         "api_key": api_key,
@@ -43,6 +37,18 @@ def encode_request_header(
         "client_id": client_id,
     }
     request_header_codec(api_key, api_version).encode_into(header, out)
+    return out
+
+
+def encode_request_header(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body_size: int
+) -> bytes:
+    """The size prefix and request header for a body of ``body_size`` bytes encoded separately.
+
+    ``encode_request_header(...) + body`` equals ``encode_request(...)``; writing the two parts with
+    ``writelines`` lets one shared body serve many brokers (seed 002) without a copy per broker.
+    """
+    out = _start_request(api_key, api_version, correlation_id, client_id)
     SIZE_PREFIX.pack_into(out, 0, len(out) - SIZE_PREFIX.size + body_size)
     return bytes(out)
 
@@ -52,14 +58,7 @@ def encode_request(
 ) -> bytes:
     """A whole request frame: size prefix, request header (v0/v1/v2 as the API version needs), body."""
     codec = message_codec(api_key, api_version, "request")
-    out = bytearray(SIZE_PREFIX.size)
-    header = {
-        "api_key": api_key,
-        "api_version": api_version,
-        "correlation_id": correlation_id,
-        "client_id": client_id,
-    }
-    request_header_codec(api_key, api_version).encode_into(header, out)
+    out = _start_request(api_key, api_version, correlation_id, client_id)
     codec.encode_into(body, out)
     SIZE_PREFIX.pack_into(out, 0, len(out) - SIZE_PREFIX.size)
     return bytes(out)
