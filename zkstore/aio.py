@@ -1,0 +1,233 @@
+"""An asyncio face for kazoo: its ``*_async`` results become awaitables, its callbacks post to the loop.
+
+kazoo runs its own I/O and event threads. Nothing here ever blocks the event loop on ZooKeeper, and
+nothing runs daemon logic on a kazoo thread: results, watch events and connection-state changes are
+handed to the loop with ``call_soon_threadsafe`` (blocking inside a kazoo listener is a classic hang).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.interfaces import IAsyncResult
+from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
+
+__all__ = ["AsyncZooKeeper", "ConnectionEvent", "Op", "check", "create", "delete", "set_data"]
+
+log = logging.getLogger("zkstore.aio")
+
+
+class ConnectionEvent(enum.Enum):
+    """What the session did, as the daemons care about it.
+
+    SUSPENDED: the connection dropped; the session may still be alive, but watches may have fired
+    unseen. RECONNECTED: back on the same session; re-read and re-arm every watch. EXPIRED: the
+    session is gone with its ephemerals and watches (kazoo's LOST).
+    """
+
+    SUSPENDED = "suspended"
+    RECONNECTED = "reconnected"
+    EXPIRED = "expired"
+
+
+# A multi-op is a list of these tuples; kazoo's TransactionRequest is built from them in one place.
+Op = tuple[Any, ...]
+
+
+def create(path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False) -> Op:
+    return ("create", path, data, ephemeral, sequence)
+
+
+def set_data(path: str, data: bytes, version: int = -1) -> Op:
+    return ("set_data", path, data, version)
+
+
+def delete(path: str, version: int = -1) -> Op:
+    return ("delete", path, version)
+
+
+def check(path: str, version: int) -> Op:
+    return ("check", path, version)
+
+
+class AsyncZooKeeper:
+    """One ZooKeeper session (a ``KazooClient``) used from one asyncio loop.
+
+    Connection-state changes are delivered, in order, to the callbacks given to
+    ``on_connection_event``; they run on the loop.
+    """
+
+    def __init__(
+        self,
+        hosts: str,
+        *,
+        session_timeout_ms: int = 18_000,
+        connect_timeout_s: float = 15.0,
+        client: KazooClient | None = None,
+    ) -> None:
+        self.hosts = hosts
+        self.connect_timeout_s = connect_timeout_s
+        self.client = client or KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listeners: list[Callable[[ConnectionEvent], None]] = []
+        self._last_state: KazooState | None = None
+
+    # -- lifecycle
+
+    async def start(self) -> None:
+        """Connect (without blocking the loop) and start forwarding connection-state changes."""
+        self._loop = asyncio.get_running_loop()
+        self.client.add_listener(self._on_kazoo_state)
+        await self._loop.run_in_executor(None, self.client.start, self.connect_timeout_s)
+        self._last_state = KazooState.CONNECTED
+
+    async def close(self) -> None:
+        """Close the session: its ephemeral znodes disappear at once instead of after the timeout."""
+        loop = asyncio.get_running_loop()
+        self.client.remove_listener(self._on_kazoo_state)
+        await loop.run_in_executor(None, self.client.stop)
+        await loop.run_in_executor(None, self.client.close)
+
+    @property
+    def session_id(self) -> int | None:
+        """The current session id (a new one after an expiry), or None when not connected."""
+        session = self.client.client_id
+        return session[0] if session else None
+
+    @property
+    def connected(self) -> bool:
+        return self.client.connected
+
+    def on_connection_event(self, callback: Callable[[ConnectionEvent], None]) -> None:
+        self._listeners.append(callback)
+
+    def _on_kazoo_state(self, state: KazooState) -> None:
+        # On a kazoo thread: only classify and hand over; never block here.
+        previous, self._last_state = self._last_state, state
+        if state == KazooState.SUSPENDED:
+            event = ConnectionEvent.SUSPENDED
+        elif state == KazooState.LOST:
+            event = ConnectionEvent.EXPIRED
+        elif state == KazooState.CONNECTED and previous is not None and previous != KazooState.CONNECTED:
+            event = ConnectionEvent.RECONNECTED
+        else:
+            return
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._dispatch, event)
+
+    def _dispatch(self, event: ConnectionEvent) -> None:
+        log.info("ZooKeeper session %s: %s", hex(self.session_id or 0), event.value)
+        for callback in list(self._listeners):
+            try:
+                callback(event)
+            except Exception:
+                log.exception("connection listener %r failed on %s", callback, event)
+
+    # -- plumbing
+
+    def _await(self, result: IAsyncResult) -> Awaitable[Any]:
+        """An asyncio future settled, on the loop, by kazoo's async result."""
+        loop = self._loop or asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(done: IAsyncResult) -> None:
+            # On a kazoo thread.
+            try:
+                value = done.get_nowait()
+            except Exception as exc:  # kazoo reports ZooKeeper errors as exceptions
+                loop.call_soon_threadsafe(_set_exception, future, exc)
+            else:
+                loop.call_soon_threadsafe(_set_result, future, value)
+
+        result.rawlink(settle)
+        return future
+
+    def watcher(self, handler: Callable[[WatchedEvent], None]) -> Callable[[WatchedEvent], None]:
+        """Wrap a loop-side watch handler so kazoo's thread only posts the event to the loop."""
+        loop = self._loop or asyncio.get_running_loop()
+
+        def on_kazoo_thread(event: WatchedEvent) -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(handler, event)
+
+        return on_kazoo_thread
+
+    # -- operations
+
+    async def get(
+        self, path: str, watch: Callable[[WatchedEvent], None] | None = None
+    ) -> tuple[bytes, ZnodeStat]:
+        return await self._await(self.client.get_async(path, watch=watch and self.watcher(watch)))
+
+    async def get_children(self, path: str, watch: Callable[[WatchedEvent], None] | None = None) -> list[str]:
+        return await self._await(self.client.get_children_async(path, watch=watch and self.watcher(watch)))
+
+    async def exists(
+        self, path: str, watch: Callable[[WatchedEvent], None] | None = None
+    ) -> ZnodeStat | None:
+        return await self._await(self.client.exists_async(path, watch=watch and self.watcher(watch)))
+
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequence: bool = False,
+        makepath: bool = False,
+    ) -> str:
+        return await self._await(
+            self.client.create_async(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
+        )
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        return await self._await(self.client.set_async(path, data, version))
+
+    async def delete(self, path: str, version: int = -1) -> None:
+        await self._await(self.client.delete_async(path, version))
+
+    async def ensure_path(self, path: str) -> None:
+        await self._await(self.client.ensure_path_async(path))
+
+    async def multi(self, ops: Sequence[Op]) -> list[Any]:
+        """Commit ``ops`` atomically; the result list holds, per op, its result or an exception object.
+
+        As in kazoo, a failed transaction is not raised: every op's slot holds the error (the one
+        that failed its own, the others RolledBackError), so callers can tell which check failed.
+        """
+        txn = self.client.transaction()
+        for op in ops:
+            kind = op[0]
+            if kind == "create":
+                txn.create(op[1], op[2], ephemeral=op[3], sequence=op[4])
+            elif kind == "set_data":
+                txn.set_data(op[1], op[2], version=op[3])
+            elif kind == "delete":
+                txn.delete(op[1], version=op[2])
+            elif kind == "check":
+                txn.check(op[1], op[2])
+            else:
+                raise ValueError(f"unknown multi-op {kind!r}")
+        return await self._await(txn.commit_async())
+
+    async def call(self, request: Any) -> Any:
+        """Send a raw kazoo request object (for ops kazoo does not expose, like multi-read)."""
+        result = self.client.handler.async_result()
+        self.client._call(request, result)
+        return await self._await(result)
+
+
+def _set_result(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)

@@ -1,0 +1,102 @@
+"""Controller election through ``/controller`` and ``/controller_epoch``, as Kafka's ZooKeeper mode does it.
+
+The candidate reads the current epoch and its znode version, then in one multi-op creates the
+ephemeral ``/controller`` and bumps ``/controller_epoch`` at that version. Winning yields a
+:class:`FencingToken` (the new epoch and the version it set) that fences every later write.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+
+from zkstore.aio import AsyncZooKeeper, create, delete, set_data
+from zkstore.fencing import CONTROLLER_EPOCH_PATH, ControllerMoved, FencedWriter, FencingToken
+
+__all__ = ["CONTROLLER_PATH", "read_controller_epoch", "resign", "try_elect"]
+
+log = logging.getLogger("zkstore.election")
+
+CONTROLLER_PATH = "/controller"
+INITIAL_CONTROLLER_EPOCH = 0
+
+
+def _parse_epoch(data: bytes) -> int:
+    try:
+        return int(data.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"{CONTROLLER_EPOCH_PATH} holds {data[:40]!r}, not an integer") from None
+
+
+async def read_controller_epoch(zk: AsyncZooKeeper) -> tuple[int, int]:
+    """``(epoch, znode version)`` of ``/controller_epoch``, creating it with 0 when absent.
+
+    A corrupt value is not guessed at: it raises, because an epoch that goes backwards would let a
+    deposed controller's requests through.
+    """
+    while True:
+        try:
+            data, stat = await zk.get(CONTROLLER_EPOCH_PATH)
+            return _parse_epoch(data), stat.version
+        except NoNodeError:
+            try:
+                await zk.create(CONTROLLER_EPOCH_PATH, str(INITIAL_CONTROLLER_EPOCH).encode())
+                log.info("created %s with epoch %d", CONTROLLER_EPOCH_PATH, INITIAL_CONTROLLER_EPOCH)
+            except NodeExistsError:
+                pass  # another candidate created it first; read theirs
+
+
+async def try_elect(zk: AsyncZooKeeper, controller_id: int, payload: bytes) -> FencingToken | None:
+    """One election attempt: the token when this candidate won, None when another controller holds it.
+
+    ``payload`` is the ``/controller`` JSON naming ``controller_id``.
+    """
+    epoch, version = await read_controller_epoch(zk)
+    new_epoch = epoch + 1
+    outcome = await zk.multi(
+        [
+            create(CONTROLLER_PATH, payload, ephemeral=True),
+            set_data(CONTROLLER_EPOCH_PATH, str(new_epoch).encode(), version),
+        ]
+    )
+    if not any(isinstance(r, Exception) for r in outcome):
+        token = FencingToken(epoch=new_epoch, zk_version=outcome[1].version)
+        log.info(
+            "controller %d elected with epoch %d (epoch znode version %d)",
+            controller_id,
+            new_epoch,
+            token.zk_version,
+        )
+        return token
+    if not any(isinstance(r, (NodeExistsError, BadVersionError)) for r in outcome):
+        raise next(r for r in outcome if isinstance(r, Exception))
+    # Lost the race, or won it on an earlier attempt whose reply was lost with the connection: only
+    # our own session can own /controller, and then the epoch must be the one we wrote.
+    try:
+        _, controller_stat = await zk.get(CONTROLLER_PATH)
+        data, epoch_stat = await zk.get(CONTROLLER_EPOCH_PATH)
+    except NoNodeError:
+        return None
+    if controller_stat.ephemeralOwner == zk.session_id and _parse_epoch(data) == new_epoch:
+        return FencingToken(epoch=new_epoch, zk_version=epoch_stat.version)
+    return None
+
+
+async def resign(zk: AsyncZooKeeper, token: FencingToken) -> bool:
+    """Delete ``/controller`` if this incarnation still holds it; True when it did.
+
+    Fenced like every controller write, so a deposed controller cannot remove its successor's node.
+    """
+    try:
+        _, stat = await zk.get(CONTROLLER_PATH)
+    except NoNodeError:
+        return False
+    if stat.ephemeralOwner != zk.session_id:
+        return False
+    try:
+        result = await FencedWriter(zk, token).commit([delete(CONTROLLER_PATH, stat.version)])
+    except (ControllerMoved, KazooException):
+        log.warning("could not resign cleanly; /controller goes with the session", exc_info=True)
+        return False
+    return not isinstance(result[0], Exception)
