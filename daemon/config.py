@@ -1,0 +1,278 @@
+"""Java-properties configuration with Kafka's key names, shared by the controller and broker daemons.
+
+A daemon declares its keys once (name, type, default, check); :func:`load_config` reads a properties
+file, applies ``KAFKA_<KEY_UPPER_SNAKE>`` environment overrides (the container convention: ``.`` to
+``_``, ``_`` to ``__``, ``-`` to ``___``), converts and validates every value, and fails with a
+:class:`ConfigError` naming the key and the reason. Unknown keys are reported, not fatal, as Kafka
+does ("supplied but isn't a known config").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "REQUIRED",
+    "ConfigError",
+    "ConfigKey",
+    "Endpoint",
+    "LoadedConfig",
+    "env_var_name",
+    "load_config",
+    "parse_listeners",
+    "parse_properties",
+]
+
+log = logging.getLogger("daemon.config")
+
+
+class ConfigError(Exception):
+    """A configuration value that is missing or invalid; the message starts with the key."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+"""Default of a key that has none: loading fails when neither the file nor the environment sets it."""
+
+
+# ---------------------------------------------------------------- properties files
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 == len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+    return "".join(out)
+
+
+def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
+    """Physical lines joined where a line ends in an odd number of backslashes."""
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.lstrip() if pending else raw
+        if not pending:
+            start = number
+            stripped = line.lstrip()
+            if not stripped or stripped[0] in "#!":
+                continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending.append(line[:-1])
+            continue
+        pending.append(line)
+        yield start, "".join(pending)
+        pending = []
+    if pending:
+        yield start, "".join(pending)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value``, ``key: value`` or ``key value``, with comments."""
+    result: dict[str, str] = {}
+    for _, line in _logical_lines(text):
+        line = line.lstrip()
+        match = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", line, re.S)
+        key, value = (match.group(1), match.group(2)) if match else (line, "")
+        result[_unescape(key)] = _unescape(value)
+    return result
+
+
+# ---------------------------------------------------------------- key declarations
+
+
+def _to_int(text: str) -> int:
+    return int(text.strip())
+
+
+def _to_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(f"expected true or false, got {text!r}")
+    return lowered == "true"
+
+
+def _to_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _to_str(text: str) -> str:
+    return text.strip()
+
+
+_CONVERTERS: dict[str, Callable[[str], Any]] = {
+    "int": _to_int,
+    "long": _to_int,
+    "bool": _to_bool,
+    "list": _to_list,
+    "string": _to_str,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One configuration key: Kafka's name, its type, default and an optional check.
+
+    ``check`` receives the converted value and raises ValueError with a reason when it is invalid.
+    ``None`` as a default means "unset is allowed".
+    """
+
+    name: str
+    type: str
+    default: Any = REQUIRED
+    doc: str = ""
+    check: Callable[[Any], None] | None = None
+    aliases: tuple[str, ...] = ()
+
+    def convert(self, text: str) -> Any:
+        try:
+            value = _CONVERTERS[self.type](text)
+        except ValueError as exc:
+            raise ConfigError(self.name, f"invalid {self.type} value {text!r}: {exc}") from None
+        self.validate(value)
+        return value
+
+    def validate(self, value: Any) -> None:
+        if self.check is not None and value is not None:
+            try:
+                self.check(value)
+            except ValueError as exc:
+                raise ConfigError(self.name, f"invalid value {value!r}: {exc}") from None
+
+
+def at_least(minimum: int) -> Callable[[int], None]:
+    def check(value: int) -> None:
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}")
+
+    return check
+
+
+def between(low: int, high: int) -> Callable[[int], None]:
+    def check(value: int) -> None:
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}")
+
+    return check
+
+
+def env_var_name(key: str) -> str:
+    """``zookeeper.connect`` -> ``KAFKA_ZOOKEEPER_CONNECT`` (``_`` -> ``__``, ``-`` -> ``___``)."""
+    return "KAFKA_" + key.replace("-", "\0").replace("_", "__").replace(".", "_").replace("\0", "___").upper()
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """Converted values by key, and where each came from (``file``, ``env`` or ``default``)."""
+
+    values: Mapping[str, Any]
+    origins: Mapping[str, str]
+    unknown: tuple[str, ...] = field(default=())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def describe(self) -> str:
+        """One ``key=value (origin)`` per line, for the start-up log."""
+        return "\n".join(f"  {k}={self.values[k]!r} ({self.origins[k]})" for k in sorted(self.values))
+
+
+def load_config(
+    keys: Iterable[ConfigKey],
+    path: str | os.PathLike[str] | None,
+    environ: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Read ``path`` (may be None), apply environment overrides, convert and validate every key."""
+    environ = os.environ if environ is None else environ
+    raw: dict[str, str] = {}
+    if path is not None:
+        try:
+            raw = parse_properties(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError("--config", f"cannot read {path}: {exc.strerror or exc}") from None
+    declared = list(keys)
+    known = {k.name for k in declared} | {alias for k in declared for alias in k.aliases}
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for key in declared:
+        names = (key.name, *key.aliases)
+        env_hit = next((environ[env_var_name(n)] for n in names if env_var_name(n) in environ), None)
+        file_hit = next((raw[n] for n in names if n in raw), None)
+        if env_hit is not None:
+            values[key.name], origins[key.name] = key.convert(env_hit), "env"
+        elif file_hit is not None:
+            values[key.name], origins[key.name] = key.convert(file_hit), "file"
+        elif key.default is REQUIRED:
+            raise ConfigError(key.name, f"is required (set it in the file or as {env_var_name(key.name)})")
+        else:
+            key.validate(key.default)
+            values[key.name], origins[key.name] = key.default, "default"
+    unknown = tuple(sorted(k for k in raw if k not in known))
+    for name in unknown:
+        log.warning("the configuration %s was supplied but is not a known key; ignored", name)
+    return LoadedConfig(values=values, origins=origins, unknown=unknown)
+
+
+# ---------------------------------------------------------------- listeners
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """``NAME://host:port`` as in Kafka's ``listeners``; an empty host means all interfaces."""
+
+    listener_name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener_name}://{host}:{self.port}"
+
+
+_LISTENER = re.compile(r"^([A-Za-z0-9_.-]+)://(\[[^\]]*\]|[^:/\[\]]*):(\d+)$")
+
+
+def parse_listeners(key: str, items: Iterable[str]) -> list[Endpoint]:
+    """Parse a ``listeners``-style list; names must be unique, ports in 0..65535."""
+    endpoints: list[Endpoint] = []
+    for item in items:
+        match = _LISTENER.match(item.strip())
+        if not match:
+            raise ConfigError(key, f"{item!r} is not NAME://host:port")
+        name, host, port = match.group(1).upper(), match.group(2).strip("[]"), int(match.group(3))
+        if port > 65535:
+            raise ConfigError(key, f"port {port} in {item!r} is out of range")
+        if any(e.listener_name == name for e in endpoints):
+            raise ConfigError(key, f"listener name {name} appears more than once")
+        endpoints.append(Endpoint(name, host, port))
+    return endpoints
