@@ -1,0 +1,61 @@
+"""The controller's small immutable values: partitions, leader/ISR states and broker registrations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+NO_LEADER = -1
+"""Leader id of a partition without a leader (all replicas offline)."""
+LEADER_DURING_DELETE = -2
+"""Leader id that tells brokers, in UpdateMetadata, to forget a partition being deleted."""
+
+RECOVERED = 0
+RECOVERING = 1
+"""Leader recovery states: RECOVERING after an unclean election, until the leader's log is truncated."""
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A partition's leadership as stored in its state znode, with that znode's version.
+
+    ``partition_epoch`` is the state znode's version (Kafka's zkVersion): the compare-and-set guard for
+    the next write, and what brokers echo back in AlterPartition.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int = 0
+    leader_recovery_state: int = RECOVERED
+
+    def new_leader_and_isr(
+        self, leader: int, isr: tuple[int, ...], recovery: int = RECOVERED
+    ) -> LeaderAndIsr:
+        """The state after an election or ISR change: every such change bumps the leader epoch."""
+        return replace(
+            self,
+            leader=leader,
+            isr=tuple(isr),
+            leader_epoch=self.leader_epoch + 1,
+            leader_recovery_state=recovery,
+        )
+
+    def with_partition_epoch(self, partition_epoch: int) -> LeaderAndIsr:
+        return replace(self, partition_epoch=partition_epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIsrAndControllerEpoch:
+    """Leadership plus the epoch of the controller that wrote it (a newer one means we were deposed)."""
+
+    leader_and_isr: LeaderAndIsr
+    controller_epoch: int
