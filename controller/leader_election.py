@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from controller.model import RECOVERING, LeaderAndIsr
+from controller.model import LeaderAndIsr, LeaderRecoveryState
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,11 @@ def offline_partition(
         return Election(current.new_leader_and_isr(leader, isr), recipients)
     if allow_unclean and recipients:
         leader = recipients[0]
-        return Election(current.new_leader_and_isr(leader, (leader,), RECOVERING), recipients, unclean=True)
+        return Election(
+            current.new_leader_and_isr(leader, (leader,), LeaderRecoveryState.RECOVERING),
+            recipients,
+            unclean=True,
+        )
     return None
 
 

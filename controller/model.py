@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
-NO_LEADER = -1
-"""Leader id of a partition without a leader (all replicas offline)."""
+from zkstore.znodes import NO_LEADER, LeaderRecoveryState, TopicPartition
+
+__all__ = [
+    "LEADER_DURING_DELETE",
+    "NO_LEADER",
+    "LeaderAndIsr",
+    "LeaderIsrAndControllerEpoch",
+    "LeaderRecoveryState",
+    "TopicPartition",
+]
+
 LEADER_DURING_DELETE = -2
 """Leader id that tells brokers, in UpdateMetadata, to forget a partition being deleted."""
-
-RECOVERED = 0
-RECOVERING = 1
-"""Leader recovery states: RECOVERING after an unclean election, until the leader's log is truncated."""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +31,10 @@ class LeaderAndIsr:
     leader_epoch: int
     isr: tuple[int, ...]
     partition_epoch: int = 0
-    leader_recovery_state: int = RECOVERED
+    leader_recovery_state: int = LeaderRecoveryState.RECOVERED
 
     def new_leader_and_isr(
-        self, leader: int, isr: tuple[int, ...], recovery: int = RECOVERED
+        self, leader: int, isr: tuple[int, ...], recovery: int = LeaderRecoveryState.RECOVERED
     ) -> LeaderAndIsr:
         """The state after an election or ISR change: every such change bumps the leader epoch."""
         return replace(

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zkstore.znodes import Endpoint
+
 __all__ = [
     "REQUIRED",
     "ConfigError",
     "ConfigKey",
-    "Endpoint",
     "LoadedConfig",
     "env_var_name",
     "load_config",
@@ -246,33 +247,15 @@ def load_config(
 # ---------------------------------------------------------------- listeners
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """``NAME://host:port`` as in Kafka's ``listeners``; an empty host means all interfaces."""
-
-    listener_name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.listener_name}://{host}:{self.port}"
-
-
-_LISTENER = re.compile(r"^([A-Za-z0-9_.-]+)://(\[[^\]]*\]|[^:/\[\]]*):(\d+)$")
-
-
 def parse_listeners(key: str, items: Iterable[str]) -> list[Endpoint]:
-    """Parse a ``listeners``-style list; names must be unique, ports in 0..65535."""
+    """Parse a ``listeners``-style list (``NAME://host:port``, as registered in ZooKeeper); names unique."""
     endpoints: list[Endpoint] = []
     for item in items:
-        match = _LISTENER.match(item.strip())
-        if not match:
-            raise ConfigError(key, f"{item!r} is not NAME://host:port")
-        name, host, port = match.group(1).upper(), match.group(2).strip("[]"), int(match.group(3))
-        if port > 65535:
-            raise ConfigError(key, f"port {port} in {item!r} is out of range")
-        if any(e.listener_name == name for e in endpoints):
-            raise ConfigError(key, f"listener name {name} appears more than once")
-        endpoints.append(Endpoint(name, host, port))
+        try:
+            endpoint = Endpoint.parse(item.strip())
+        except ValueError as exc:
+            raise ConfigError(key, f"{item!r}: {exc}") from None
+        if any(e.listener_name == endpoint.listener_name for e in endpoints):
+            raise ConfigError(key, f"listener name {endpoint.listener_name} appears more than once")
+        endpoints.append(endpoint)
     return endpoints

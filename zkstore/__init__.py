@@ -1,5 +1,16 @@
-"""ZooKeeper storage layer of the control plane, plus a local ZooKeeper runner for dev and tests."""
+"""ZooKeeper for the control plane: Kafka's znodes, and the operations both daemons need on them.
 
+- ``znodes``: paths and JSON formats, with tolerant readers (corrupt data is logged and skipped);
+- ``aio``: an asyncio bridge over kazoo;
+- ``registration``: KIP-380 broker registration (the czxid is the broker epoch);
+- ``election`` and ``fencing``: controller election and writes fenced by ``/controller_epoch``;
+- ``batch_read``: multi-read batches for loading hundreds of thousands of znodes;
+- ``local_server``: a real ZooKeeper (standalone or ensemble) for ``make run`` and the tests.
+"""
+
+from zkstore.aio import AsyncZooKeeper, ConnectionEvent
+from zkstore.election import read_controller_epoch, resign, try_elect
+from zkstore.fencing import ControllerMoved, FencedWriter, FencingToken
 from zkstore.local_server import (
     JavaNotFound,
     LocalServerError,
@@ -13,8 +24,15 @@ from zkstore.local_server import (
     resolve_classpath,
     server_mode,
 )
+from zkstore.registration import BrokerIdInUse, register_broker
 
 __all__ = [
+    "AsyncZooKeeper",
+    "BrokerIdInUse",
+    "ConnectionEvent",
+    "ControllerMoved",
+    "FencedWriter",
+    "FencingToken",
     "JavaNotFound",
     "LocalServerError",
     "ZooKeeperEnsemble",
@@ -24,6 +42,10 @@ __all__ = [
     "ZooKeeperStartError",
     "find_java",
     "four_letter_word",
+    "read_controller_epoch",
+    "register_broker",
+    "resign",
     "resolve_classpath",
     "server_mode",
+    "try_elect",
 ]

@@ -12,21 +12,21 @@ import logging
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from zkstore.aio import AsyncZooKeeper, create, delete, set_data
-from zkstore.fencing import CONTROLLER_EPOCH_PATH, ControllerMoved, FencedWriter, FencingToken
+from zkstore.fencing import ControllerMoved, FencedWriter, FencingToken
+from zkstore.znodes import CONTROLLER, CONTROLLER_EPOCH, decode_controller_epoch, encode_controller_epoch
 
-__all__ = ["CONTROLLER_PATH", "read_controller_epoch", "resign", "try_elect"]
+__all__ = ["read_controller_epoch", "resign", "try_elect"]
 
 log = logging.getLogger("zkstore.election")
 
-CONTROLLER_PATH = "/controller"
 INITIAL_CONTROLLER_EPOCH = 0
 
 
 def _parse_epoch(data: bytes) -> int:
-    try:
-        return int(data.decode("ascii").strip())
-    except (UnicodeDecodeError, ValueError):
-        raise ValueError(f"{CONTROLLER_EPOCH_PATH} holds {data[:40]!r}, not an integer") from None
+    epoch = decode_controller_epoch(data, CONTROLLER_EPOCH)
+    if epoch is None:
+        raise ValueError(f"{CONTROLLER_EPOCH} holds {data[:40]!r}, not an epoch; refusing to guess one")
+    return epoch
 
 
 async def read_controller_epoch(zk: AsyncZooKeeper) -> tuple[int, int]:
@@ -37,12 +37,12 @@ async def read_controller_epoch(zk: AsyncZooKeeper) -> tuple[int, int]:
     """
     while True:
         try:
-            data, stat = await zk.get(CONTROLLER_EPOCH_PATH)
+            data, stat = await zk.get(CONTROLLER_EPOCH)
             return _parse_epoch(data), stat.version
         except NoNodeError:
             try:
-                await zk.create(CONTROLLER_EPOCH_PATH, str(INITIAL_CONTROLLER_EPOCH).encode())
-                log.info("created %s with epoch %d", CONTROLLER_EPOCH_PATH, INITIAL_CONTROLLER_EPOCH)
+                await zk.create(CONTROLLER_EPOCH, encode_controller_epoch(INITIAL_CONTROLLER_EPOCH))
+                log.info("created %s with epoch %d", CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH)
             except NodeExistsError:
                 pass  # another candidate created it first; read theirs
 
@@ -56,8 +56,8 @@ async def try_elect(zk: AsyncZooKeeper, controller_id: int, payload: bytes) -> F
     new_epoch = epoch + 1
     outcome = await zk.multi(
         [
-            create(CONTROLLER_PATH, payload, ephemeral=True),
-            set_data(CONTROLLER_EPOCH_PATH, str(new_epoch).encode(), version),
+            create(CONTROLLER, payload, ephemeral=True),
+            set_data(CONTROLLER_EPOCH, encode_controller_epoch(new_epoch), version),
         ]
     )
     if not any(isinstance(r, Exception) for r in outcome):
@@ -74,8 +74,8 @@ async def try_elect(zk: AsyncZooKeeper, controller_id: int, payload: bytes) -> F
     # Lost the race, or won it on an earlier attempt whose reply was lost with the connection: only
     # our own session can own /controller, and then the epoch must be the one we wrote.
     try:
-        _, controller_stat = await zk.get(CONTROLLER_PATH)
-        data, epoch_stat = await zk.get(CONTROLLER_EPOCH_PATH)
+        _, controller_stat = await zk.get(CONTROLLER)
+        data, epoch_stat = await zk.get(CONTROLLER_EPOCH)
     except NoNodeError:
         return None
     if controller_stat.ephemeralOwner == zk.session_id and _parse_epoch(data) == new_epoch:
@@ -89,13 +89,13 @@ async def resign(zk: AsyncZooKeeper, token: FencingToken) -> bool:
     Fenced like every controller write, so a deposed controller cannot remove its successor's node.
     """
     try:
-        _, stat = await zk.get(CONTROLLER_PATH)
+        _, stat = await zk.get(CONTROLLER)
     except NoNodeError:
         return False
     if stat.ephemeralOwner != zk.session_id:
         return False
     try:
-        result = await FencedWriter(zk, token).commit([delete(CONTROLLER_PATH, stat.version)])
+        result = await FencedWriter(zk, token).commit([delete(CONTROLLER, stat.version)])
     except (ControllerMoved, KazooException):
         log.warning("could not resign cleanly; /controller goes with the session", exc_info=True)
         return False

@@ -21,12 +21,11 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NoNodeError, RolledBackError, RuntimeInconsistency
 
 from zkstore.aio import AsyncZooKeeper, Op, check
+from zkstore.znodes import CONTROLLER_EPOCH
 
 __all__ = ["ControllerMoved", "FencedWriter", "FencingToken", "op_size"]
 
 log = logging.getLogger("zkstore.fencing")
-
-CONTROLLER_EPOCH_PATH = "/controller_epoch"
 
 # ZooKeeper refuses requests larger than jute.maxbuffer (1 MiB - 1 by default). Stay well below it,
 # leaving room for the multi-op framing and the check op.
@@ -64,7 +63,7 @@ class FencedWriter:
     max_batch_ops: int = DEFAULT_MAX_BATCH_OPS
 
     def _check(self) -> Op:
-        return check(CONTROLLER_EPOCH_PATH, self.token.zk_version)
+        return check(CONTROLLER_EPOCH, self.token.zk_version)
 
     def batches(self, ops: Sequence[Op]) -> list[list[int]]:
         """Indexes of ``ops`` grouped into multi-ops within the size and count limits."""

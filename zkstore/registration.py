@@ -14,12 +14,11 @@ import time
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkstore.aio import AsyncZooKeeper, create, set_data
+from zkstore.znodes import BROKER_IDS, broker_path
 
 __all__ = ["BrokerIdInUse", "register_broker"]
 
 log = logging.getLogger("zkstore.registration")
-
-BROKER_IDS_PATH = "/brokers/ids"
 
 
 class BrokerIdInUse(Exception):
@@ -44,8 +43,8 @@ async def register_broker(
     ``wait_for_owner_s`` allows waiting for that session to expire (a restart after a crash, before
     the old session timed out).
     """
-    path = f"{BROKER_IDS_PATH}/{broker_id}"
-    await zk.ensure_path(BROKER_IDS_PATH)
+    path = broker_path(broker_id)
+    await zk.ensure_path(BROKER_IDS)
     deadline = time.monotonic() + wait_for_owner_s
     while True:
         outcome = await zk.multi([create(path, b"", ephemeral=True), set_data(path, payload, 0)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller import leader_election as elect
-from controller.model import RECOVERED, RECOVERING, LeaderAndIsr
+from controller.model import LeaderAndIsr, LeaderRecoveryState
 
 
 def state(leader: int, isr: tuple[int, ...], epoch: int = 5) -> LeaderAndIsr:
@@ -53,7 +53,9 @@ def test_offline_partition(assignment, current, live, unclean, expected) -> None
     assert result.recipients == recipients and result.unclean is was_unclean
     assert result.leader_and_isr.leader_epoch == 6
     assert result.leader_and_isr.partition_epoch == 9  # the CAS guard is the version read, not a new one
-    assert result.leader_and_isr.leader_recovery_state == (RECOVERING if was_unclean else RECOVERED)
+    assert result.leader_and_isr.leader_recovery_state == (
+        LeaderRecoveryState.RECOVERING if was_unclean else LeaderRecoveryState.RECOVERED
+    )
 
 
 def test_preferred_replica_only_when_live_and_in_isr() -> None:

@@ -12,9 +12,10 @@ from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 
 from tests.zkstore.helpers import expire_session, session, wait_until
 from zkstore.aio import ConnectionEvent, create, set_data
-from zkstore.election import CONTROLLER_PATH, read_controller_epoch, resign, try_elect
+from zkstore.election import read_controller_epoch, resign, try_elect
 from zkstore.fencing import ControllerMoved, FencedWriter
 from zkstore.registration import BrokerIdInUse, register_broker
+from zkstore.znodes import CONTROLLER
 
 pytestmark = pytest.mark.zookeeper
 
@@ -190,6 +191,6 @@ async def test_the_controller_znode_is_ephemeral(zk_connect: str) -> None:
     try:
         assert await try_elect(a, 1, b"{}")
         await a.close()
-        assert await b.exists(CONTROLLER_PATH) is None
+        assert await b.exists(CONTROLLER) is None
     finally:
         await b.close()
