@@ -29,7 +29,7 @@ def context(
     *,
     controller_epoch: int = 3,
 ) -> ControllerContext:
-    """Brokers by id -> epoch; topics by name -> replica lists; each partition led by its first live replica."""
+    """Brokers by id -> epoch; topics by name -> replica lists; leaders are the first live replicas."""
     ctx = ControllerContext(controller_id=100, epoch=controller_epoch)
     ctx.brokers = {b: broker(b, e) for b, e in epochs.items()}
     for topic, partitions in topics.items():
