@@ -39,7 +39,8 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 bench: install
-	$(PY) bench/codec.py
+	$(PY) -m bench.codec
+	$(PY) -m bench.zk_read
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .hypothesis bench/results

@@ -5,7 +5,7 @@ and the seed's max-epoch v7, and a 10,000-partition LeaderAndIsr v2. Each figure
 ``--runs`` runs; both paths run in the same process on the same bodies, so their ratio is fair.
 Results go to bench/results/codec.json (and stdout); nothing here is asserted.
 
-    .venv/bin/python bench/codec.py [--runs 5] [--construct-runs 2] [--out bench/results/codec.json]
+    .venv/bin/python -m bench.codec [--runs 5] [--construct-runs 2] [--out bench/results/codec.json]
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.machine import machine
 from protocol import ApiKey, epoch_field
 from protocol.registry import message_codec
 
@@ -116,23 +115,6 @@ def measure(
     result["encode_speedup"] = round(timings["construct_encode_s"] / timings["fast_encode_s"], 1)
     result["decode_speedup"] = round(timings["construct_decode_s"] / timings["fast_decode_s"], 1)
     return result
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ bench/results/zk_read.json (and stdout); nothing here is asserted.
 The server gets a 1 GiB heap (``--heap``): 100,000 partitions are 200,000 znodes, and in the test
 suite's 256 MiB the JVM spends its time collecting garbage, making every read ~30x slower.
 
-    .venv/bin/python bench/zk_read.py [--znodes 100000] [--runs 3] [--heap 1g] [--out PATH]
+    .venv/bin/python -m bench.zk_read [--znodes 100000] [--runs 3] [--heap 1g] [--out PATH]
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench.machine import machine
 from zkstore import batch_read
 from zkstore.aio import AsyncZooKeeper, Op, create
 from zkstore.batch_read import get_children_many, get_data_many
@@ -98,23 +97,6 @@ def figures(ops: int, seconds: list[float]) -> dict[str, Any]:
 def jvm_opts(heap: str) -> tuple[str, ...]:
     """The test suite's JVM options with the heap replaced."""
     return (*(opt for opt in DEFAULT_JVM_OPTS if not opt.startswith("-Xmx")), f"-Xmx{heap}")
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
 
 
 async def run(server: ZooKeeperServer, args: argparse.Namespace) -> dict[str, Any]:
