@@ -16,7 +16,7 @@ from typing import Any
 
 from controller.context import ControllerContext
 from controller.model import LEADER_DURING_DELETE, TopicPartition
-from protocol import ApiKey, encode_request_body
+from protocol import ApiKey, encode_request_body, epoch_field
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -50,11 +50,6 @@ class OutgoingRequest:
 
 
 @dataclass
-class _StopReplica:
-    delete: bool
-
-
-@dataclass
 class RequestBatch:
     """Collects one decision's requests; ``build`` encodes them: LeaderAndIsr, UpdateMetadata, StopReplica."""
 
@@ -64,7 +59,8 @@ class RequestBatch:
     leader_and_isr: dict[int, dict[TopicPartition, dict[str, Any]]] = field(default_factory=dict)
     update_metadata_brokers: set[int] = field(default_factory=set)
     update_metadata_partitions: set[TopicPartition] = field(default_factory=set)
-    stop_replica: dict[int, dict[TopicPartition, _StopReplica]] = field(default_factory=dict)
+    stop_replica: dict[int, dict[TopicPartition, bool]] = field(default_factory=dict)
+    """Broker -> partition -> whether to delete it."""
     encodes: int = 0
     bytes_encoded: int = 0
 
@@ -102,8 +98,7 @@ class RequestBatch:
             if broker_id < 0:
                 continue
             per_broker = self.stop_replica.setdefault(broker_id, {})
-            previous = per_broker.get(tp)
-            per_broker[tp] = _StopReplica(delete=delete or bool(previous and previous.delete))
+            per_broker[tp] = delete or per_broker.get(tp, False)
 
     def add_update_metadata(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()
@@ -120,17 +115,16 @@ class RequestBatch:
         self.bytes_encoded += len(raw)
         return raw
 
-    def _epoch_field(self, broker_id: int) -> tuple[str, int]:
+    def _common(self, api_key: ApiKey, broker_id: int) -> dict[str, Any]:
+        """The fields every control request starts with; the epoch field is named by the API version."""
         if self.protocol is EpochProtocol.MAX_BROKER_EPOCH:
-            return "max_broker_epoch", self.context.max_broker_epoch
-        return "broker_epoch", self.context.brokers[broker_id].epoch
-
-    def _common(self, broker_id: int) -> dict[str, Any]:
-        key, epoch = self._epoch_field(broker_id)
+            epoch = self.context.max_broker_epoch
+        else:
+            epoch = self.context.brokers[broker_id].epoch
         return {
             "controller_id": self.context.controller_id,
             "controller_epoch": self.context.epoch,
-            key: epoch,
+            epoch_field(api_key, self.protocol.version(api_key)): epoch,
         }
 
     def build(self) -> list[OutgoingRequest]:
@@ -162,7 +156,7 @@ class RequestBatch:
                         {"broker_id": leader, "host_name": endpoint.host, "port": endpoint.port}
                     )
             body = {
-                **self._common(broker_id),
+                **self._common(ApiKey.LEADER_AND_ISR, broker_id),
                 "topic_states": [{"topic_name": t, "partition_states": s} for t, s in by_topic.items()],
                 "live_leaders": live_leaders,
             }
@@ -223,13 +217,13 @@ class RequestBatch:
         version = self.protocol.version(ApiKey.UPDATE_METADATA)
         partitions = len(self.update_metadata_partitions)
         if self.protocol is EpochProtocol.MAX_BROKER_EPOCH:
-            body = {**self._common(targets[0]), **shared}
+            body = {**self._common(ApiKey.UPDATE_METADATA, targets[0]), **shared}
             raw = self._encode(ApiKey.UPDATE_METADATA, body)  # once, for every broker
             summary = {"partitions": partitions, **self._summary_epochs(body)}
             return [OutgoingRequest(b, ApiKey.UPDATE_METADATA, version, raw, summary) for b in targets]
         out = []
         for broker_id in targets:
-            body = {**self._common(broker_id), **shared}
+            body = {**self._common(ApiKey.UPDATE_METADATA, broker_id), **shared}
             summary = {"partitions": partitions, **self._summary_epochs(body)}
             out.append(
                 OutgoingRequest(
@@ -249,14 +243,14 @@ class RequestBatch:
             if broker_id not in self.context.brokers:
                 continue
             for delete in (True, False):  # v1/v4 carry one delete flag per request
-                chosen = sorted(tp for tp, s in partitions.items() if s.delete is delete)
+                chosen = sorted(tp for tp, d in partitions.items() if d is delete)
                 if not chosen:
                     continue
                 by_topic: dict[str, list[int]] = {}
                 for tp in chosen:
                     by_topic.setdefault(tp.topic, []).append(tp.partition)
                 body = {
-                    **self._common(broker_id),
+                    **self._common(ApiKey.STOP_REPLICA, broker_id),
                     "delete_partitions": delete,
                     "topics": [{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
                 }

@@ -65,10 +65,7 @@ class MessageCodec:
 
     def decode(self, data: bytes, offset: int = 0) -> dict[str, Any]:
         """Decode a body that must run exactly to the end of ``data``."""
-        body, end = self.decode_from(data, offset)
-        if end != len(data):
-            raise ProtocolError(f"{self.label}: {len(data) - end} bytes of trailing data after the body")
-        return body
+        return self._whole(data, *self.decode_from(data, offset))
 
     def reference_decode_from(self, data: bytes, offset: int = 0) -> tuple[dict[str, Any], int]:
         stream = io.BytesIO(data)
@@ -80,7 +77,10 @@ class MessageCodec:
         return body, stream.tell()
 
     def reference_decode(self, data: bytes, offset: int = 0) -> dict[str, Any]:
-        body, end = self.reference_decode_from(data, offset)
+        return self._whole(data, *self.reference_decode_from(data, offset))
+
+    def _whole(self, data: bytes, body: dict[str, Any], end: int) -> dict[str, Any]:
+        """``body`` if it ran exactly to the end of ``data``; trailing bytes are malformed input."""
         if end != len(data):
             raise ProtocolError(f"{self.label}: {len(data) - end} bytes of trailing data after the body")
         return body

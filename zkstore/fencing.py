@@ -69,14 +69,15 @@ class FencedWriter:
         """Indexes of ``ops`` grouped into multi-ops within the size and count limits."""
         groups: list[list[int]] = []
         current: list[int] = []
-        size = op_size(self._check())
+        check_cost = op_size(self._check())
+        size = check_cost
         for i, op in enumerate(ops):
             cost = op_size(op)
-            if cost + op_size(self._check()) > self.max_batch_bytes:
+            if cost + check_cost > self.max_batch_bytes:
                 raise ValueError(f"a single write to {op[1]} of {cost} bytes exceeds the request limit")
             if current and (size + cost > self.max_batch_bytes or len(current) >= self.max_batch_ops):
                 groups.append(current)
-                current, size = [], op_size(self._check())
+                current, size = [], check_cost
             current.append(i)
             size += cost
         if current:
