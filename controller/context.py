@@ -42,6 +42,8 @@ class ControllerContext:
     partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     replica_states: dict[tuple[TopicPartition, int], ReplicaState] = field(default_factory=dict)
     topics_to_delete: set[str] = field(default_factory=set)
+    topics_ineligible_for_deletion: set[str] = field(default_factory=set)
+    topics_with_deletion_started: set[str] = field(default_factory=set)
 
     # -- brokers
 

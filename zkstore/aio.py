@@ -76,6 +76,7 @@ class AsyncZooKeeper:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners: list[Callable[[ConnectionEvent], None]] = []
         self._last_state: KazooState | None = None
+        self._wrapped: dict[Callable[[WatchedEvent], None], Callable[[WatchedEvent], None]] = {}
 
     # -- lifecycle
 
@@ -149,13 +150,21 @@ class AsyncZooKeeper:
         return future
 
     def watcher(self, handler: Callable[[WatchedEvent], None]) -> Callable[[WatchedEvent], None]:
-        """Wrap a loop-side watch handler so kazoo's thread only posts the event to the loop."""
+        """Wrap a loop-side watch handler so kazoo's thread only posts the event to the loop.
+
+        The wrapper is cached per handler: kazoo keeps watchers in sets, so re-arming a watch with the
+        same handler (after every read) registers it once and it fires once.
+        """
+        cached = self._wrapped.get(handler)
+        if cached is not None:
+            return cached
         loop = self._loop or asyncio.get_running_loop()
 
         def on_kazoo_thread(event: WatchedEvent) -> None:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(handler, event)
 
+        self._wrapped[handler] = on_kazoo_thread
         return on_kazoo_thread
 
     # -- operations

@@ -1,0 +1,144 @@
+"""AlterPartition validation with Kafka's checks in Kafka's order, plus KIP-841's eligibility check.
+
+Pure: :func:`validate` decides every partition's answer, or the ISR change to write; the controller
+commits the changes and :func:`response` assembles the reply in the request's order.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.context import ControllerContext
+from controller.model import LeaderAndIsr, LeaderRecoveryState, TopicPartition
+from controller.partition_changes import LeadershipChange
+from protocol import ErrorCode
+
+FIRST_TOPIC_ID_VERSION = 2
+FIRST_INELIGIBLE_REPLICA_VERSION = 2
+
+TopicKey = str | uuid.UUID
+PartitionKey = tuple[TopicKey, int]
+Outcome = ErrorCode | LeaderAndIsr
+"""A partition's answer: an error, or the leadership now in force."""
+
+
+@dataclass
+class AlterPartitionPlan:
+    error: ErrorCode = ErrorCode.NONE
+    order: list[PartitionKey] = field(default_factory=list)
+    outcomes: dict[PartitionKey, Outcome] = field(default_factory=dict)
+    changes: dict[PartitionKey, LeadershipChange] = field(default_factory=dict)
+    """ISR changes to write; their outcome is the write's."""
+    rejected: dict[PartitionKey, ErrorCode] = field(default_factory=dict)
+    """The subset of ``outcomes`` that are errors, for the event log."""
+
+
+def _check_partition(
+    context: ControllerContext, tp: TopicPartition, broker_id: int, entry: dict[str, Any], version: int
+) -> Outcome | LeadershipChange:
+    info = context.leadership.get(tp)
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    current = info.leader_and_isr
+    leader_epoch, partition_epoch = entry["leader_epoch"], entry["partition_epoch"]
+    new_isr = tuple(entry["new_isr"])
+    recovery = entry.get("leader_recovery_state", LeaderRecoveryState.RECOVERED)
+    if partition_epoch > current.partition_epoch or leader_epoch > current.leader_epoch:
+        return ErrorCode.NOT_CONTROLLER  # the broker knows a newer state than we do
+    if leader_epoch < current.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if broker_id == current.leader and new_isr == current.isr and recovery == current.leader_recovery_state:
+        return current  # a retry of a change already made: answer with what is in force
+    if partition_epoch < current.partition_epoch:
+        return ErrorCode.INVALID_UPDATE_VERSION
+    if recovery == LeaderRecoveryState.RECOVERING and len(new_isr) > 1:
+        return ErrorCode.INVALID_REQUEST
+    if (
+        current.leader_recovery_state == LeaderRecoveryState.RECOVERED
+        and recovery == LeaderRecoveryState.RECOVERING
+    ):
+        return ErrorCode.INVALID_REQUEST
+    ineligible = [r for r in new_isr if r not in context.live_broker_ids]
+    if ineligible:
+        if version >= FIRST_INELIGIBLE_REPLICA_VERSION:
+            return ErrorCode.INELIGIBLE_REPLICA
+        return ErrorCode.OPERATION_NOT_ATTEMPTED
+    new = LeaderAndIsr(
+        leader=current.leader,
+        leader_epoch=current.leader_epoch,
+        isr=new_isr,
+        partition_epoch=current.partition_epoch,
+        leader_recovery_state=recovery,
+    )
+    return LeadershipChange(tp, new, (), f"AlterPartition from broker {broker_id}")
+
+
+def validate(context: ControllerContext, request: dict[str, Any], version: int) -> AlterPartitionPlan:
+    """Every check except "are we active", which the caller answers with NOT_CONTROLLER first."""
+    plan = AlterPartitionPlan()
+    broker_id, broker_epoch = request["broker_id"], request["broker_epoch"]
+    broker = context.brokers.get(broker_id)
+    if broker is None or broker.epoch != broker_epoch:
+        plan.error = ErrorCode.STALE_BROKER_EPOCH
+        return plan
+    by_id = {tid: t for t, tid in context.topic_ids.items() if tid is not None}
+    for topic_entry in request["topics"]:
+        key: TopicKey
+        if version >= FIRST_TOPIC_ID_VERSION:
+            key = topic_entry["topic_id"]
+            topic = by_id.get(key)
+        else:
+            key = topic = topic_entry["topic_name"]
+        for entry in topic_entry["partitions"]:
+            pkey = (key, entry["partition_index"])
+            plan.order.append(pkey)
+            if topic is None:
+                outcome: Outcome | LeadershipChange = ErrorCode.UNKNOWN_TOPIC_ID
+            else:
+                outcome = _check_partition(
+                    context, TopicPartition(topic, entry["partition_index"]), broker_id, entry, version
+                )
+            if isinstance(outcome, LeadershipChange):
+                plan.changes[pkey] = outcome
+            else:
+                plan.outcomes[pkey] = outcome
+                if isinstance(outcome, ErrorCode):
+                    plan.rejected[pkey] = outcome
+    return plan
+
+
+def response(plan: AlterPartitionPlan, version: int) -> dict[str, Any]:
+    """The AlterPartition response for ``plan``, whose ``outcomes`` now cover every partition."""
+    topics: dict[TopicKey, list[dict[str, Any]]] = {}
+    for key, partition in plan.order:
+        outcome = plan.outcomes[key, partition]
+        entry: dict[str, Any] = {"partition_index": partition}
+        if isinstance(outcome, ErrorCode):
+            entry |= {
+                "error_code": outcome,
+                "leader_id": -1,
+                "leader_epoch": -1,
+                "isr": [],
+                "partition_epoch": -1,
+            }
+            if version >= 1:
+                entry["leader_recovery_state"] = 0
+        else:
+            entry |= {
+                "error_code": ErrorCode.NONE,
+                "leader_id": outcome.leader,
+                "leader_epoch": outcome.leader_epoch,
+                "isr": list(outcome.isr),
+                "partition_epoch": outcome.partition_epoch,
+            }
+            if version >= 1:
+                entry["leader_recovery_state"] = outcome.leader_recovery_state
+        topics.setdefault(key, []).append(entry)
+    name = "topic_id" if version >= FIRST_TOPIC_ID_VERSION else "topic_name"
+    return {
+        "throttle_time_ms": 0,
+        "error_code": plan.error,
+        "topics": [{name: key, "partitions": parts} for key, parts in topics.items()],
+    }

@@ -1,0 +1,157 @@
+"""The controller daemon's configuration: Kafka's key names, defaults and checks.
+
+``inter.broker.protocol.version`` chooses the control-request versions. Broker epochs exist from
+2.2 (KIP-380); from ``2.3-IV2`` (the version that introduced the cached UpdateMetadata, seed 002)
+requests carry the cluster's ``max_broker_epoch`` instead of each broker's own epoch:
+
+=========================================  ==========================================================
+``2.2``, ``2.2-IV0``, ``2.2-IV1``,          per-broker epochs: LeaderAndIsr v2, UpdateMetadata v5,
+``2.3-IV0``, ``2.3-IV1``                    StopReplica v1 (byte-identical to Apache Kafka)
+``2.3-IV2`` (default), ``2.3``, ``2.4``     max-broker-epoch: the seed's LeaderAndIsr v5,
+and later                                   UpdateMetadata v7, StopReplica v4
+=========================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from controller.request_batch import EpochProtocol
+from daemon.config import (
+    ConfigError,
+    ConfigKey,
+    LoadedConfig,
+    at_least,
+    between,
+    load_config,
+    parse_listeners,
+)
+from zkstore.znodes import Endpoint
+
+DEFAULT_IBP = "2.3-IV2"
+
+_IBP = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)(?:\.\d+)?(?:-IV(?P<iv>\d+))?")
+
+
+def epoch_protocol_for(ibp: str) -> EpochProtocol:
+    """Map an ``inter.broker.protocol.version`` to the epoch protocol; ValueError if it predates epochs."""
+    match = _IBP.fullmatch(ibp.strip())
+    if match is None:
+        raise ValueError("expected a version such as 2.2, 2.3-IV1 or 2.3-IV2")
+    major, minor = int(match["major"]), int(match["minor"])
+    iv = None if match["iv"] is None else int(match["iv"])
+    if (major, minor) < (2, 2):
+        raise ValueError("broker epochs (KIP-380) need 2.2 or later")
+    if (major, minor) == (2, 2) or ((major, minor) == (2, 3) and iv is not None and iv < 2):
+        return EpochProtocol.PER_BROKER
+    return EpochProtocol.MAX_BROKER_EPOCH
+
+
+def _check_ibp(value: str) -> None:
+    epoch_protocol_for(value)
+
+
+def _listener_name(value: str) -> None:
+    if value and not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
+        raise ValueError("not a listener name")
+
+
+def _percentage(value: int) -> None:
+    between(0, 100)(value)
+
+
+KEYS = (
+    ConfigKey("controller.id", "int", doc="this candidate's id, written to /controller", check=at_least(0)),
+    ConfigKey("zookeeper.connect", "string", doc="host:port[,host:port...][/chroot]"),
+    ConfigKey(
+        "listeners",
+        "list",
+        ["PLAINTEXT://127.0.0.1:0"],
+        doc="the RPC listener brokers send ControlledShutdown "
+        "and AlterPartition to; port 0 picks a free port",
+    ),
+    ConfigKey(
+        "advertised.listeners", "list", None, doc="the endpoint published in /controller (default: listeners)"
+    ),
+    ConfigKey("control.plane.listener.name", "string", "", check=_listener_name),
+    ConfigKey("inter.broker.listener.name", "string", "PLAINTEXT", check=_listener_name),
+    ConfigKey("inter.broker.protocol.version", "string", DEFAULT_IBP, check=_check_ibp),
+    ConfigKey("auto.leader.rebalance.enable", "bool", True),
+    ConfigKey("leader.imbalance.per.broker.percentage", "int", 10, check=_percentage),
+    ConfigKey("leader.imbalance.check.interval.seconds", "int", 300, check=at_least(1)),
+    ConfigKey("unclean.leader.election.enable", "bool", False),
+    ConfigKey("delete.topic.enable", "bool", True),
+    ConfigKey("controller.socket.timeout.ms", "int", 30000, check=at_least(1)),
+    ConfigKey("zookeeper.session.timeout.ms", "int", 18000, check=at_least(1000)),
+    ConfigKey("zookeeper.connection.timeout.ms", "int", None, check=at_least(1)),
+    ConfigKey(
+        "metrics.port", "int", None, check=between(0, 65535), doc="Prometheus /metrics port; unset: none"
+    ),
+    ConfigKey("log.dir", "string", "", doc="where the event log (events.jsonl) goes; empty: no event log"),
+)
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    controller_id: int
+    zookeeper_connect: str
+    listener: Endpoint
+    advertised: Endpoint
+    control_plane_listener_name: str | None
+    inter_broker_listener_name: str
+    inter_broker_protocol_version: str
+    epoch_protocol: EpochProtocol
+    auto_leader_rebalance_enable: bool
+    leader_imbalance_per_broker_percentage: int
+    leader_imbalance_check_interval_s: float
+    unclean_leader_election_enable: bool
+    delete_topic_enable: bool
+    socket_timeout_s: float
+    zookeeper_session_timeout_ms: int
+    zookeeper_connection_timeout_s: float
+    metrics_port: int | None
+    log_dir: str
+    loaded: LoadedConfig | None = None
+
+
+def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
+    listeners = parse_listeners("listeners", loaded["listeners"])
+    if len(listeners) != 1:
+        raise ConfigError("listeners", f"the controller has exactly one RPC listener, got {len(listeners)}")
+    advertised = listeners[0]
+    if loaded["advertised.listeners"]:
+        adv = parse_listeners("advertised.listeners", loaded["advertised.listeners"])
+        if len(adv) != 1 or adv[0].listener_name != listeners[0].listener_name:
+            raise ConfigError("advertised.listeners", "must name the one listener of listeners")
+        advertised = adv[0]
+    session_ms = loaded["zookeeper.session.timeout.ms"]
+    connection_ms = loaded["zookeeper.connection.timeout.ms"] or session_ms
+    return ControllerConfig(
+        controller_id=loaded["controller.id"],
+        zookeeper_connect=loaded["zookeeper.connect"],
+        listener=listeners[0],
+        advertised=advertised,
+        control_plane_listener_name=loaded["control.plane.listener.name"].upper() or None,
+        inter_broker_listener_name=loaded["inter.broker.listener.name"].upper(),
+        inter_broker_protocol_version=loaded["inter.broker.protocol.version"],
+        epoch_protocol=epoch_protocol_for(loaded["inter.broker.protocol.version"]),
+        auto_leader_rebalance_enable=loaded["auto.leader.rebalance.enable"],
+        leader_imbalance_per_broker_percentage=loaded["leader.imbalance.per.broker.percentage"],
+        leader_imbalance_check_interval_s=float(loaded["leader.imbalance.check.interval.seconds"]),
+        unclean_leader_election_enable=loaded["unclean.leader.election.enable"],
+        delete_topic_enable=loaded["delete.topic.enable"],
+        socket_timeout_s=loaded["controller.socket.timeout.ms"] / 1000.0,
+        zookeeper_session_timeout_ms=session_ms,
+        zookeeper_connection_timeout_s=connection_ms / 1000.0,
+        metrics_port=loaded["metrics.port"],
+        log_dir=loaded["log.dir"],
+        loaded=loaded,
+    )
+
+
+def load(path: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> ControllerConfig:
+    """Read and check the configuration; ConfigError names the offending key."""
+    return from_loaded(load_config(KEYS, path, environ))

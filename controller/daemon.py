@@ -1,0 +1,95 @@
+"""Run one controller candidate: its RPC listener, metrics endpoint, event log and the controller.
+
+The RPC listener answers the two requests brokers send the controller, ControlledShutdown and
+AlterPartition, by turning them into controller events; it starts before the candidate competes,
+so the endpoint it publishes in ``/controller`` is already serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+from controller.config import ControllerConfig
+from controller.controller import Controller
+from controller.metrics import ControllerMetrics
+from daemon.eventlog import EventLog
+from daemon.metrics import Metrics
+from daemon.server import RequestServer
+from protocol import ApiKey, RequestHeader
+from zkstore.znodes import Endpoint
+
+log = logging.getLogger("controller.daemon")
+
+WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+
+
+class ControllerDaemon:
+    def __init__(self, config: ControllerConfig) -> None:
+        self.config = config
+        events_path = Path(config.log_dir) / "events.jsonl" if config.log_dir else None
+        self.event_log = EventLog(events_path, f"controller-{config.controller_id}")
+        self.metrics = Metrics()
+        self.controller_metrics = ControllerMetrics(self.metrics)
+        self.controller = Controller(
+            config, event_log=self.event_log, metrics=self.metrics, timings=self.controller_metrics
+        )
+        self.controller_metrics.bind(self.controller)
+        self.rpc = RequestServer(
+            self._handle, name="controller-rpc", api_keys=(ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION)
+        )
+        self.metrics_port: int | None = None
+
+    async def _handle(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        if header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
+            return await self.controller.handle_controlled_shutdown(body["broker_id"], body["broker_epoch"])
+        return await self.controller.handle_alter_partition(body, header.api_version)
+
+    async def start(self) -> None:
+        listener = self.config.listener
+        port = await self.rpc.start(listener.host or "0.0.0.0", listener.port)
+        advertised = self.config.advertised
+        host = advertised.host
+        if host in WILDCARD_HOSTS:
+            host = socket.getfqdn()
+        self.controller.set_rpc_endpoint(
+            Endpoint(advertised.listener_name, host, port if advertised.port == 0 else advertised.port)
+        )
+        if self.config.metrics_port is not None:
+            self.metrics_port = self.metrics.serve(self.config.metrics_port)
+        self.event_log.emit(
+            "controller_started",
+            controller_id=self.config.controller_id,
+            rpc_endpoint=self.controller.rpc_endpoint.connection_string,
+            metrics_port=self.metrics_port,
+            inter_broker_protocol_version=self.config.inter_broker_protocol_version,
+            epoch_protocol=self.config.epoch_protocol.value,
+        )
+        await self.controller.start()
+
+    async def stop(self) -> None:
+        await self.rpc.close()
+        await self.controller.stop()
+        self.metrics.stop()
+
+
+async def run(config: ControllerConfig) -> None:
+    daemon = ControllerDaemon(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await daemon.start()
+    log.info(
+        "controller %d running: rpc %s, metrics port %s",
+        config.controller_id,
+        daemon.controller.rpc_endpoint.connection_string,
+        daemon.metrics_port,
+    )
+    await stop.wait()
+    log.info("controller %d stopping", config.controller_id)
+    await daemon.stop()

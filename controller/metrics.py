@@ -1,0 +1,141 @@
+"""The controller's Prometheus metrics, under the JMX exporter's names for Kafka's controller MBeans.
+
+Gauges that need a walk over every partition are computed on the event task after each event
+(as Kafka's ``updateMetrics`` does) and only read by the scrape thread; cheap ones are read live.
+Two additions have no Kafka MBean: the controller epoch and each broker's epoch as the controller
+sees it (``kafka_controller_kafkacontroller_brokerepoch{broker_id}``), the numbers KIP-380 is about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from controller.events import ControllerEvent, ControllerState
+from daemon.metrics import Metrics, jmx_name
+
+if TYPE_CHECKING:
+    from controller.controller import Controller
+
+DOMAIN = "kafka.controller"
+
+
+class _BrokerEpochs(Collector):
+    def __init__(self, owner: ControllerMetrics) -> None:
+        self.owner = owner
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            jmx_name(DOMAIN, "KafkaController", "BrokerEpoch"),
+            "Each live broker's epoch (czxid of its registration) as the active controller sees it",
+            labels=["broker_id"],
+        )
+        for broker_id, epoch in sorted(self.owner.broker_epochs.items()):
+            family.add_metric([str(broker_id)], epoch)
+        yield family
+
+
+class ControllerMetrics:
+    """Implements the event manager's timing hooks and the KafkaController gauges."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self.controller: Controller | None = None
+        self.snapshot: dict[str, float] = {}
+        self.broker_epochs: dict[int, int] = {}
+        self._unclean_seen = 0
+        gauges = {
+            "ActiveControllerCount": "1 on the active controller, 0 elsewhere",
+            "OfflinePartitionsCount": "Partitions without a live leader",
+            "PreferredReplicaImbalanceCount": "Partitions not led by their preferred replica",
+            "GlobalTopicCount": "Topics in the cluster",
+            "GlobalPartitionCount": "Partitions with leadership information",
+            "TopicsToDeleteCount": "Topics queued for deletion",
+            "ReplicasToDeleteCount": "Replicas of topics queued for deletion not yet deleted",
+            "TopicsIneligibleToDeleteCount": "Topics whose deletion waits for offline replicas",
+            "ActiveBrokerCount": "Registered brokers",
+            "FencedBrokerCount": "Always 0 in ZooKeeper mode",
+            "ControllerEpoch": "The epoch of the active controller (this one, when active)",
+        }
+        for name, doc in gauges.items():
+            metrics.gauge_fn(
+                DOMAIN, "KafkaController", name, doc, lambda name=name: self.snapshot.get(name, 0)
+            )
+        metrics.gauge_fn(
+            DOMAIN,
+            "KafkaController",
+            "ControllerState",
+            "Kafka's ControllerState byte of the running event",
+            lambda: self.controller.event_manager.state if self.controller else 0,
+        )
+        metrics.gauge_fn(
+            DOMAIN,
+            "ControllerEventManager",
+            "EventQueueSize",
+            "Events waiting for the event task",
+            lambda: self.controller.event_manager.size if self.controller else 0,
+        )
+        metrics.register(_BrokerEpochs(self))
+        self.queue_time = metrics.timer(
+            DOMAIN, "ControllerEventManager", "EventQueueTimeMs", "Time events wait in the queue (ms)"
+        )
+        self.unclean = metrics.meter(
+            DOMAIN, "ControllerStats", "UncleanLeaderElectionsPerSec", "Unclean leader elections"
+        )
+        self.state_timers = {
+            state: metrics.timer(
+                DOMAIN, "ControllerStats", state.timer_name, f"{state.kafka_name} events (ms)"
+            )
+            for state in ControllerState
+            if state.timer_name is not None
+        }
+
+    def bind(self, controller: Controller) -> None:
+        self.controller = controller
+        controller.on_metrics_update = self.update
+        self.update()
+
+    # -- EventTimings
+
+    def event_dequeued(self, event: ControllerEvent, queue_ms: float) -> None:
+        self.queue_time.observe(queue_ms)
+
+    def event_processed(self, event: ControllerEvent, processing_ms: float) -> None:
+        timer = self.state_timers.get(event.state)
+        if timer is not None:
+            timer.observe(processing_ms)
+
+    # -- gauges computed on the event task
+
+    def update(self) -> None:
+        controller = self.controller
+        if controller is None:
+            return
+        ctx = controller.context
+        active = controller.is_active
+        if controller.unclean_elections > self._unclean_seen:
+            self.unclean.inc(controller.unclean_elections - self._unclean_seen)
+            self._unclean_seen = controller.unclean_elections
+        if not active:
+            self.snapshot = {}
+            self.broker_epochs = {}
+            return
+        imbalance = sum(off for off, _ in controller.imbalanced_partitions().values())
+        deleting = ctx.topics_to_delete
+        self.broker_epochs = ctx.broker_epochs()
+        self.snapshot = {
+            "ActiveControllerCount": 1,
+            "OfflinePartitionsCount": controller.offline_partitions_count(),
+            "PreferredReplicaImbalanceCount": imbalance,
+            "GlobalTopicCount": len(ctx.assignments),
+            "GlobalPartitionCount": len(ctx.leadership),
+            "TopicsToDeleteCount": len(deleting),
+            "ReplicasToDeleteCount": sum(len(ctx.replicas(tp)) for tp in ctx.partitions_of(deleting)),
+            "TopicsIneligibleToDeleteCount": len(ctx.topics_ineligible_for_deletion),
+            "ActiveBrokerCount": len(ctx.brokers),
+            "FencedBrokerCount": 0,
+            "ControllerEpoch": ctx.epoch,
+        }

@@ -1,0 +1,142 @@
+"""Pure planning of leadership changes: what to write to each state znode and whom to tell.
+
+Every function reads the ControllerContext and returns :class:`LeadershipChange` values; nothing here
+writes to ZooKeeper or mutates the context. The state machines commit the changes' ``op``s in fenced
+multi-ops, then record the committed ones with :func:`committed`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from controller import leader_election
+from controller.context import ControllerContext
+from controller.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from zkstore.aio import Op, create, set_data
+from zkstore.znodes import LeaderIsrState, partition_state_path
+
+
+class ElectionStrategy(enum.Enum):
+    OFFLINE = "offline"
+    REASSIGN = "reassign"
+    PREFERRED = "preferred"
+    CONTROLLED_SHUTDOWN = "controlled_shutdown"
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipChange:
+    """A planned write of ``new`` to ``tp``'s state znode.
+
+    ``new.partition_epoch`` is the znode version the write expects (compare-and-set); ``create``
+    writes a state znode that does not exist yet. ``recipients`` get the LeaderAndIsr afterwards.
+    """
+
+    tp: TopicPartition
+    new: LeaderAndIsr
+    recipients: tuple[int, ...]
+    reason: str
+    create: bool = False
+    unclean: bool = False
+
+    def op(self, controller_epoch: int) -> Op:
+        state = self.new
+        data = LeaderIsrState(
+            state.leader, state.leader_epoch, controller_epoch, state.isr, state.leader_recovery_state
+        ).encode()
+        path = partition_state_path(self.tp.topic, self.tp.partition)
+        if self.create:
+            return create(path, data)
+        return set_data(path, data, state.partition_epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A partition the plan could not change, and why (logged; the partition keeps its state)."""
+
+    tp: TopicPartition
+    reason: str
+
+
+def initial_leadership(context: ControllerContext, tp: TopicPartition) -> LeadershipChange | Refused:
+    """New -> Online: leader = first live replica in assignment order, ISR = all live replicas."""
+    live = [r for r in context.replicas(tp) if context.is_replica_online(r)]
+    if not live:
+        return Refused(tp, f"no live replica among {list(context.replicas(tp))}")
+    state = LeaderAndIsr(leader=live[0], leader_epoch=0, isr=tuple(live))
+    return LeadershipChange(tp, state, tuple(live), "new partition", create=True)
+
+
+def election(
+    context: ControllerContext, tp: TopicPartition, strategy: ElectionStrategy, *, allow_unclean: bool = False
+) -> LeadershipChange | Refused:
+    """Offline/Online -> Online with ``strategy`` (Kafka's PartitionLeaderElectionAlgorithms)."""
+    info = context.leadership.get(tp)
+    if info is None:
+        return Refused(tp, "no leadership information")
+    if info.controller_epoch > context.epoch:
+        return Refused(tp, f"state written by a newer controller epoch {info.controller_epoch}")
+    current = info.leader_and_isr
+    replicas = context.replicas(tp)
+    live = context.live_broker_ids
+    outcome: leader_election.Election | None
+    if strategy is ElectionStrategy.OFFLINE:
+        outcome = leader_election.offline_partition(replicas, current, live, allow_unclean=allow_unclean)
+    elif strategy is ElectionStrategy.REASSIGN:
+        outcome = leader_election.reassign_partition(replicas, current, live)
+    elif strategy is ElectionStrategy.PREFERRED:
+        outcome = leader_election.preferred_replica(replicas, current, live)
+    else:
+        outcome = leader_election.controlled_shutdown(
+            replicas, current, context.live_or_shutting_down_ids, context.shutting_down
+        )
+    if outcome is None:
+        return Refused(
+            tp,
+            f"{strategy.value} election found no eligible leader (replicas {list(replicas)}, "
+            f"isr {list(current.isr)}, live {sorted(live)})",
+        )
+    reason = f"{strategy.value} election"
+    return LeadershipChange(tp, outcome.leader_and_isr, outcome.recipients, reason, unclean=outcome.unclean)
+
+
+def remove_from_isr(
+    context: ControllerContext, tp: TopicPartition, broker_id: int
+) -> LeadershipChange | Refused | None:
+    """OfflineReplica: take ``broker_id`` out of the ISR; if it led, the partition loses its leader.
+
+    Like Kafka, the ISR is kept when the replica is its only member (it must stay eligible for a clean
+    election when it returns). None when there is nothing to change.
+    """
+    info = context.leadership.get(tp)
+    if info is None:
+        return None
+    if info.controller_epoch > context.epoch:
+        return Refused(tp, f"state written by a newer controller epoch {info.controller_epoch}")
+    current = info.leader_and_isr
+    if broker_id not in current.isr and current.leader != broker_id:
+        return None
+    leader = NO_LEADER if current.leader == broker_id else current.leader
+    isr = current.isr if current.isr == (broker_id,) else tuple(r for r in current.isr if r != broker_id)
+    new = current.new_leader_and_isr(leader, isr, current.leader_recovery_state)
+    recipients = tuple(
+        r for r in context.replicas(tp) if r != broker_id and r in context.live_or_shutting_down_ids
+    )
+    return LeadershipChange(tp, new, recipients, f"replica {broker_id} offline")
+
+
+def bump_leader_epoch(context: ControllerContext, tp: TopicPartition, reason: str) -> LeadershipChange | None:
+    """Same leader and ISR with a new leader epoch: how reassignment makes replicas re-read the assignment."""
+    info = context.leadership.get(tp)
+    if info is None:
+        return None
+    current = info.leader_and_isr
+    new = current.new_leader_and_isr(current.leader, current.isr, current.leader_recovery_state)
+    return LeadershipChange(tp, new, context.replicas(tp), reason)
+
+
+def committed(context: ControllerContext, change: LeadershipChange, zk_version: int) -> None:
+    """Record a change ZooKeeper accepted; ``zk_version`` is the state znode's new version."""
+    context.leadership[change.tp] = LeaderIsrAndControllerEpoch(
+        change.new.with_partition_epoch(zk_version), context.epoch
+    )

@@ -1,0 +1,177 @@
+"""The controller's typed view of ZooKeeper: batched reads with watches, and fenced writes.
+
+Reads of many znodes go through ZooKeeper's multi-read (``zkstore.batch_read``); corrupt payloads
+are logged by the tolerant decoders and skipped. Writes go through the FencedWriter of the current
+controller incarnation, so every one of them fails once another controller has been elected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import WatchedEvent
+
+from controller.context import LiveBroker
+from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from zkstore import znodes
+from zkstore.aio import AsyncZooKeeper, Op, create
+from zkstore.batch_read import get_children_many, get_data_many
+from zkstore.fencing import FencedWriter, FencingToken
+
+log = logging.getLogger("controller.store")
+
+Watch = Callable[[WatchedEvent], None]
+
+
+class ControllerStore:
+    def __init__(self, zk: AsyncZooKeeper) -> None:
+        self.zk = zk
+        self.writer: FencedWriter | None = None
+
+    def fence(self, token: FencingToken | None) -> None:
+        self.writer = None if token is None else FencedWriter(self.zk, token)
+
+    async def commit(self, ops: Sequence[Op]) -> list[Any]:
+        """Fenced multi-ops; raises ControllerMoved when we are no longer the controller."""
+        if self.writer is None:
+            raise RuntimeError("not the active controller: no fencing token")
+        if not ops:
+            return []
+        return await self.writer.commit(ops)
+
+    async def ensure_paths(self, paths: Iterable[str]) -> None:
+        """Create missing persistent znodes (not fenced: they are structure, not state)."""
+        for path in paths:
+            await self.zk.ensure_path(path)
+
+    async def create_parents(self, paths: Sequence[str]) -> None:
+        """Fenced creation of structural znodes that may already exist (NodeExists is fine)."""
+        results = await self.commit([create(p) for p in paths])
+        for result in results:
+            if isinstance(result, Exception) and not isinstance(result, NodeExistsError):
+                raise result
+
+    # -- /controller
+
+    async def controller_id(self, watch: Watch | None = None) -> int | None:
+        """The active controller's id, setting an exists/data watch on ``/controller``; None if absent."""
+        stat = await self.zk.exists(znodes.CONTROLLER, watch=watch)
+        if stat is None:
+            return None
+        try:
+            data, _ = await self.zk.get(znodes.CONTROLLER, watch=watch)
+        except NoNodeError:
+            return None
+        registration = znodes.decode_controller_registration(data, znodes.CONTROLLER)
+        return registration.broker_id if registration else None
+
+    # -- brokers
+
+    async def brokers(self, watch: Watch | None = None) -> dict[int, LiveBroker]:
+        """Every registered broker with its epoch (the czxid of its registration znode)."""
+        try:
+            children = await self.zk.get_children(znodes.BROKER_IDS, watch=watch)
+        except NoNodeError:
+            await self.zk.ensure_path(znodes.BROKER_IDS)
+            children = await self.zk.get_children(znodes.BROKER_IDS, watch=watch)
+        paths = [f"{znodes.BROKER_IDS}/{c}" for c in children if c.isdigit()]
+        out: dict[int, LiveBroker] = {}
+        for path, result in zip(paths, await get_data_many(self.zk, paths), strict=True):
+            if isinstance(result, Exception):
+                continue  # gone since the listing: the next BrokerChange will say so
+            data, stat = result
+            registration = znodes.decode_broker_registration(data, path)
+            if registration is not None:
+                out[registration.broker_id] = LiveBroker(registration, stat.czxid)
+        return out
+
+    async def broker(self, broker_id: int, watch: Watch | None = None) -> LiveBroker | None:
+        path = znodes.broker_path(broker_id)
+        try:
+            data, stat = await self.zk.get(path, watch=watch)
+        except NoNodeError:
+            return None
+        registration = znodes.decode_broker_registration(data, path)
+        return None if registration is None else LiveBroker(registration, stat.czxid)
+
+    # -- topics
+
+    async def topics(self, watch: Watch | None = None) -> list[str]:
+        try:
+            return await self.zk.get_children(znodes.BROKER_TOPICS, watch=watch)
+        except NoNodeError:
+            await self.zk.ensure_path(znodes.BROKER_TOPICS)
+            return await self.zk.get_children(znodes.BROKER_TOPICS, watch=watch)
+
+    async def assignments(
+        self, topics: Sequence[str], watch: Watch | None = None
+    ) -> dict[str, znodes.TopicAssignment]:
+        """``/brokers/topics/T`` of each topic; ``watch`` sets a data watch on each (partition additions)."""
+        paths = [znodes.topic_path(t) for t in topics]
+        if watch is None:
+            results: list[Any] = await get_data_many(self.zk, paths)
+        else:
+            results = await asyncio.gather(
+                *(self.zk.get(p, watch=watch) for p in paths), return_exceptions=True
+            )
+        out = {}
+        for topic, path, result in zip(topics, paths, results, strict=True):
+            if isinstance(result, BaseException):
+                if not isinstance(result, NoNodeError):
+                    raise result
+                continue
+            assignment = znodes.decode_topic_assignment(result[0], path)
+            if assignment is not None:
+                out[topic] = assignment
+        return out
+
+    async def leadership(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """The state znodes of ``partitions`` that exist and parse, with their versions."""
+        paths = [znodes.partition_state_path(tp.topic, tp.partition) for tp in partitions]
+        out = {}
+        for tp, path, result in zip(partitions, paths, await get_data_many(self.zk, paths), strict=True):
+            if isinstance(result, Exception):
+                continue
+            data, stat = result
+            state = znodes.decode_leader_isr_state(data, path)
+            if state is None:
+                continue
+            leader_and_isr = LeaderAndIsr(
+                state.leader, state.leader_epoch, state.isr, stat.version, state.leader_recovery_state
+            )
+            out[tp] = LeaderIsrAndControllerEpoch(leader_and_isr, state.controller_epoch)
+        return out
+
+    # -- admin paths
+
+    async def children(self, path: str, watch: Watch | None = None) -> list[str]:
+        try:
+            return await self.zk.get_children(path, watch=watch)
+        except NoNodeError:
+            await self.zk.ensure_path(path)
+            return await self.zk.get_children(path, watch=watch)
+
+    async def data_if_exists(self, path: str, watch: Watch | None = None) -> tuple[bytes, int] | None:
+        """Data and version of ``path``, leaving an exists watch when it is absent."""
+        stat = await self.zk.exists(path, watch=watch)
+        if stat is None:
+            return None
+        try:
+            data, stat = await self.zk.get(path, watch=watch)
+        except NoNodeError:
+            return None
+        return data, stat.version
+
+    async def data_many(self, paths: Sequence[str]) -> list[bytes | None]:
+        results = await get_data_many(self.zk, paths)
+        return [None if isinstance(r, Exception) else r[0] for r in results]
+
+    async def children_many(self, paths: Sequence[str]) -> list[list[str]]:
+        results = await get_children_many(self.zk, paths)
+        return [[] if isinstance(r, Exception) else r for r in results]

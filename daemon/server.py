@@ -1,0 +1,220 @@
+"""An asyncio server for Kafka-protocol requests: framing, decoding and error answers, written once.
+
+The controller's RPC listener and the simulated brokers differ only in what they do with a decoded
+request, so that is the one thing they pass in: a handler coroutine. Like a Kafka processor, each
+connection is muted while its request is handled, so responses leave in request order and a peer
+that pipelines simply waits in the socket buffer.
+
+A peer that breaks the wire format (bad size prefix, unknown API key, malformed body) loses its own
+connection and nothing else. Refusals that Kafka answers in-band get a schema-valid error body:
+UNSUPPORTED_VERSION (35) for a known API at a version the codec lacks, INVALID_REQUEST (42) for an
+API this listener does not serve (the handler is never called for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Collection
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import (
+    DEFAULT_MAX_FRAME_SIZE,
+    SUPPORTED_VERSIONS,
+    ErrorCode,
+    ProtocolError,
+    RequestHeader,
+    UnsupportedVersionError,
+    decode_request_header,
+    encode_response,
+    error_response_body,
+    frame_size,
+    message_codec,
+)
+
+__all__ = ["RequestContext", "RequestHandler", "RequestServer", "current_request"]
+
+log = logging.getLogger("daemon.server")
+
+RequestHandler = Callable[[RequestHeader, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+_SIZE_PREFIX_BYTES = 4
+_READ_LIMIT = 1 << 20
+"""StreamReader buffer high-water mark: large enough that a big control request is read in few pauses."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What the server knows about the request being handled, beyond its header and body."""
+
+    peer: str
+    size: int
+    """Bytes of the whole frame, size prefix included."""
+    received_at: float
+    """Loop time at which the last byte of the frame had been read."""
+
+
+current_request: ContextVar[RequestContext] = ContextVar("current_request")
+"""Set by the server for the duration of each handler call (each connection is its own task)."""
+
+
+class _CloseConnection(Exception):
+    """The peer broke the protocol: drop its connection, keep serving the others."""
+
+
+def _peer_name(writer: asyncio.StreamWriter) -> str:
+    peer = writer.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host, port = peer[0], peer[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(peer)
+
+
+class RequestServer:
+    """Serves Kafka requests for the API keys in ``api_keys`` on one TCP listener."""
+
+    def __init__(
+        self,
+        handler: RequestHandler,
+        *,
+        name: str,
+        api_keys: Collection[int],
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        unknown = sorted(int(key) for key in api_keys if key not in SUPPORTED_VERSIONS)
+        if unknown:
+            raise ValueError(f"{name}: the codec implements no API with key(s) {unknown}")
+        self.handler = handler
+        self.name = name
+        self.api_keys = frozenset(int(key) for key in api_keys)
+        self.max_frame_size = max_frame_size
+        self._server: asyncio.Server | None = None
+        self._port: int | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._closing = False
+
+    # -- lifecycle
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen on ``host:port`` (port 0 picks a free one) and return the bound port."""
+        if self._server is not None:
+            raise RuntimeError(f"{self.name}: already started")
+        self._server = await asyncio.start_server(self._serve, host, port, limit=_READ_LIMIT)
+        self._port = self._server.sockets[0].getsockname()[1]
+        log.info("%s: listening on %s:%d", self.name, host, self._port)
+        return self._port
+
+    async def close(self) -> None:
+        """Stop accepting, then close every connection (cancelling any request being handled)."""
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+        tasks = list(self._connections)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError(f"{self.name}: not started")
+        return self._port
+
+    @property
+    def connections(self) -> int:
+        """Connections currently open."""
+        return len(self._connections)
+
+    # -- one connection
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        peer = _peer_name(writer)
+        if self._closing:
+            writer.close()
+            return
+        self._connections.add(task)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                frame = await self._read_frame(reader)
+                if frame is None:
+                    return
+                response = await self._answer(frame, peer)
+                writer.write(response)
+                await writer.drain()
+        except _CloseConnection as exc:
+            log.warning("%s: closing connection from %s: %s", self.name, peer, exc)
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            log.debug("%s: connection from %s lost: %r", self.name, peer, exc)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _read_frame(self, reader: asyncio.StreamReader) -> bytes | None:
+        """The next whole frame, prefix included; None on a clean end of stream between frames."""
+        try:
+            prefix = await reader.readexactly(_SIZE_PREFIX_BYTES)
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial:
+                return None
+            raise
+        try:
+            size = frame_size(prefix, self.max_frame_size)
+        except ProtocolError as exc:
+            raise _CloseConnection(str(exc)) from None
+        return prefix + await reader.readexactly(size)
+
+    async def _answer(self, frame: bytes, peer: str) -> bytes:
+        """The response frame to one request frame; raises _CloseConnection where Kafka would close."""
+        received_at = asyncio.get_running_loop().time()
+        try:
+            header, offset = decode_request_header(frame, self.max_frame_size)
+        except UnsupportedVersionError as exc:
+            lowest = min(SUPPORTED_VERSIONS[exc.api_key])
+            log.info("%s: %s from %s; answering UNSUPPORTED_VERSION", self.name, exc, peer)
+            body = error_response_body(exc.api_key, lowest, ErrorCode.UNSUPPORTED_VERSION)
+            return encode_response(exc.api_key, lowest, exc.correlation_id, body)
+        except ProtocolError as exc:
+            raise _CloseConnection(str(exc)) from None
+        key, version = header.api_key, header.api_version
+        if key not in self.api_keys:
+            log.warning(
+                "%s: API key %d (correlation id %d) from %s is not served on this listener",
+                self.name,
+                key,
+                header.correlation_id,
+                peer,
+            )
+            body = error_response_body(key, version, ErrorCode.INVALID_REQUEST)
+            return encode_response(key, version, header.correlation_id, body)
+        try:
+            body = message_codec(key, version, "request").decode(frame, offset)
+        except ProtocolError as exc:
+            raise _CloseConnection(str(exc)) from None
+        current_request.set(RequestContext(peer=peer, size=len(frame), received_at=received_at))
+        try:
+            response = await self.handler(header, body)
+            return encode_response(key, version, header.correlation_id, response)
+        except Exception as exc:
+            log.exception(
+                "%s: handling API key %d v%d (correlation id %d) from %s failed",
+                self.name,
+                key,
+                version,
+                header.correlation_id,
+                peer,
+            )
+            raise _CloseConnection(f"handler failed: {exc!r}") from exc
