@@ -39,9 +39,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._server: object | None = None
 
-    def gauge(
-        self, domain: str, mbean_type: str, name: str, doc: str, labels: Sequence[str] = ()
-    ) -> Gauge:
+    def gauge(self, domain: str, mbean_type: str, name: str, doc: str, labels: Sequence[str] = ()) -> Gauge:
         return Gauge(
             jmx_name(domain, mbean_type, name), doc, [_label(k) for k in labels], registry=self.registry
         )
