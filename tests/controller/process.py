@@ -1,0 +1,158 @@
+"""A controller daemon as a real process, observed through its JSON-lines event log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from daemon.connection import KafkaConnection
+from protocol import ApiKey
+from zkstore import znodes
+from zkstore.aio import AsyncZooKeeper
+
+REPO = Path(__file__).resolve().parents[2]
+
+Event = dict[str, Any]
+
+
+class ControllerProcess:
+    def __init__(self, controller_id: int, zk_connect: str, workdir: Path, **overrides: Any) -> None:
+        self.controller_id = controller_id
+        self.dir = workdir / f"controller-{controller_id}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "controller.id": controller_id,
+            "zookeeper.connect": zk_connect,
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "control.plane.listener.name": "CONTROLLER",
+            "log.dir": self.dir,
+            "zookeeper.session.timeout.ms": 6000,
+            "auto.leader.rebalance.enable": "false",
+            **{k.replace("_", "."): v for k, v in overrides.items()},
+        }
+        self.config = self.dir / "controller.properties"
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        self.events_path = self.dir / "events.jsonl"
+        self.log_path = self.dir / "controller.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._read = 0
+        self.events: list[Event] = []
+
+    def start(self) -> ControllerProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "controller", "--config", str(self.config)],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        return self
+
+    def poll_events(self) -> list[Event]:
+        if self.events_path.exists():
+            with self.events_path.open(encoding="utf-8") as f:
+                f.seek(self._read)
+                chunk = f.read()
+            complete = chunk[: chunk.rfind("\n") + 1]
+            self._read += len(complete.encode())
+            self.events += [json.loads(line) for line in complete.splitlines() if line]
+        return self.events
+
+    async def wait_event(
+        self, predicate: Callable[[Event], bool], timeout: float = 20.0, what: str = ""
+    ) -> Event:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        checked = 0
+        while True:
+            events = self.poll_events()
+            for event in events[checked:]:
+                if predicate(event):
+                    return event
+            checked = len(events)
+            if self.process is not None and self.process.poll() is not None:
+                raise AssertionError(f"controller {self.controller_id} exited: {self.tail()}")
+            if loop.time() > deadline:
+                kinds = [e["kind"] for e in events[-15:]]
+                raise AssertionError(f"timed out waiting for {what or 'an event'}; last events {kinds}")
+            await asyncio.sleep(0.05)
+
+    async def wait_kind(self, kind: str, timeout: float = 20.0, **fields: Any) -> Event:
+        return await self.wait_event(
+            lambda e: e["kind"] == kind and all(e.get(k) == v for k, v in fields.items()),
+            timeout,
+            what=f"{kind} {fields}",
+        )
+
+    def of_kind(self, kind: str) -> list[Event]:
+        return [e for e in self.poll_events() if e["kind"] == kind]
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text().splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def rpc_address(self) -> tuple[str, int]:
+        started = next(e for e in self.poll_events() if e["kind"] == "controller_started")
+        endpoint = znodes.Endpoint.parse(started["rpc_endpoint"])
+        return endpoint.host, endpoint.port
+
+    async def rpc(self, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        host, port = self.rpc_address()
+        conn = await KafkaConnection.open(host, port, client_id="test-broker", connect_timeout=5)
+        try:
+            _, response = await conn.send(api_key, version, body, timeout=15)
+            return response
+        finally:
+            await conn.close()
+
+    def pause(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM and wait: the daemon resigns and exits 0."""
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGCONT)
+        self.process.terminate()
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"controller {self.controller_id} did not stop on SIGTERM") from None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+async def create_topic(zk: AsyncZooKeeper, topic: str, replicas: dict[int, tuple[int, ...]]) -> None:
+    """What ``kafka-topics --zookeeper --create`` does: write the assignment; the controller does the rest."""
+    await zk.create(znodes.topic_path(topic), znodes.TopicAssignment(topic, replicas).encode(), makepath=True)
+
+
+async def partition_state(
+    zk: AsyncZooKeeper, topic: str, partition: int
+) -> tuple[znodes.LeaderIsrState, int]:
+    path = znodes.partition_state_path(topic, partition)
+    data, stat = await zk.get(path)
+    state = znodes.decode_leader_isr_state(data, path)
+    assert state is not None
+    return state, stat.version
