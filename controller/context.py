@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from controller.model import LeaderIsrAndControllerEpoch, TopicPartition
+from controller.model import LeaderIsrAndControllerEpoch, Reassignment, TopicPartition
 from controller.state_tables import PartitionState, ReplicaState
 from zkstore.znodes import BrokerRegistration
 
@@ -44,6 +44,8 @@ class ControllerContext:
     topics_to_delete: set[str] = field(default_factory=set)
     topics_ineligible_for_deletion: set[str] = field(default_factory=set)
     topics_with_deletion_started: set[str] = field(default_factory=set)
+    reassignments: dict[TopicPartition, Reassignment] = field(default_factory=dict)
+    """Partitions being reassigned; their ``assignments`` entry holds the full replica set (RS)."""
 
     # -- brokers
 

@@ -23,8 +23,9 @@ from controller.channel import ChannelManager
 from controller.config import ControllerConfig
 from controller.context import ControllerContext, LiveBroker
 from controller.event_manager import EventManager, EventTimings
-from controller.model import TopicPartition
+from controller.model import Reassignment, TopicPartition
 from controller.partition_changes import ElectionStrategy
+from controller.reassignment import ReassignmentManager
 from controller.request_batch import OutgoingRequest, RequestBatch
 from controller.state_machines import Replica, StateMachines
 from controller.state_tables import PartitionState, ReplicaState
@@ -72,6 +73,7 @@ class Controller:
         self.machines = StateMachines(self.context, self.store, self.event_log, self._on_unclean_election)
         self.event_manager = EventManager(self._process, timings)
         self.channel: ChannelManager | None = None
+        self.reassignments = ReassignmentManager(self)
         self.active_controller_id = -1
         self.rpc_endpoint: Endpoint = config.advertised
         self._timers: list[asyncio.TimerHandle] = []
@@ -188,8 +190,7 @@ class Controller:
         self._enqueue(events.TopicDeletion())
 
     def _watch_reassignment(self, event: WatchedEvent) -> None:
-        if event.type == EventType.CREATED:
-            self._enqueue(events.ZkPartitionReassignment())
+        self._enqueue(events.ZkPartitionReassignment())  # the handler re-reads and re-arms
 
     def _watch_preferred_election(self, event: WatchedEvent) -> None:
         if event.type == EventType.CREATED:
@@ -372,6 +373,7 @@ class Controller:
             batch, allow_unclean=self.config.unclean_leader_election_enable
         )
         self._send(batch)
+        await self.reassignments.resume_all()
         await self._on_zk_reassignment(events.ZkPartitionReassignment())
         await self._resume_deletions()
         await self._on_zk_preferred_election(events.ZkPreferredReplicaElection())
@@ -423,6 +425,13 @@ class Controller:
                 missing_ids.append(assignment)
             ctx.assignments[topic] = dict(assignment.partitions)
             ctx.topic_ids[topic] = assignment.topic_id
+            for p, full in assignment.partitions.items():
+                adding = assignment.adding_replicas.get(p, ())
+                removing = assignment.removing_replicas.get(p, ())
+                if adding or removing:  # a reassignment in flight when the last controller stopped
+                    origin = tuple(r for r in full if r not in adding)
+                    target = tuple(r for r in full if r not in removing)
+                    ctx.reassignments[TopicPartition(topic, p)] = Reassignment(origin, target)
             added += [TopicPartition(topic, p) for p in assignment.partitions]
         if missing_ids:
             await self.store.commit([set_data(znodes.topic_path(a.topic), a.encode()) for a in missing_ids])
@@ -569,6 +578,9 @@ class Controller:
             batch, allow_unclean=self.config.unclean_leader_election_enable
         )
         self._send(batch)
+        for tp, moving in sorted(ctx.reassignments.items()):
+            if set(moving.target) & set(new):
+                await self.reassignments.start(tp, moving)
         topics = {tp.topic for tp, _ in replicas} & ctx.topics_to_delete
         if topics:
             ctx.topics_ineligible_for_deletion -= topics
@@ -694,6 +706,8 @@ class Controller:
         ctx.topics_to_delete.discard(topic)
         ctx.topics_ineligible_for_deletion.discard(topic)
         ctx.topics_with_deletion_started.discard(topic)
+        for tp in [tp for tp in ctx.reassignments if tp.topic == topic]:
+            del ctx.reassignments[tp]
 
     # ------------------------------------------------------------------ topic deletion
 
@@ -733,7 +747,9 @@ class Controller:
                 continue
             if any(s is ReplicaState.DELETION_STARTED for s in states):
                 continue  # waiting for StopReplica responses
-            if topic in ctx.topics_ineligible_for_deletion:
+            if topic in ctx.topics_ineligible_for_deletion or any(
+                tp.topic == topic for tp in ctx.reassignments
+            ):
                 continue
             ineligible = [
                 r for r, s in zip(replicas, states, strict=True) if s is ReplicaState.DELETION_INELIGIBLE
@@ -943,6 +959,7 @@ class Controller:
         batch.add_update_metadata(ctx.live_or_shutting_down_ids, requested)
         self._send(batch)
         event.reply.set_result(alter_partition.response(plan, version))
+        await self.reassignments.maybe_complete(requested)
 
     # ------------------------------------------------------------------ ISR change notifications
 
@@ -964,6 +981,7 @@ class Controller:
         batch.add_update_metadata(self.context.live_or_shutting_down_ids, known)
         self._send(batch)
         await self._commit_ignoring_missing([delete(p) for p in paths])
+        await self.reassignments.maybe_complete(known)
 
     # ------------------------------------------------------------------ preferred leader election
 
@@ -1056,7 +1074,11 @@ class Controller:
         found = await self.store.data_if_exists(znodes.REASSIGN_PARTITIONS, watch=self._watch_reassignment)
         if found is None:
             return
-        log.warning("partition reassignment through %s is not handled yet", znodes.REASSIGN_PARTITIONS)
+        requested = znodes.decode_reassignment(found[0], znodes.REASSIGN_PARTITIONS)
+        if requested is None:  # corrupt: logged by the decoder; drop it so the next request can be made
+            await self._commit_ignoring_missing([delete(znodes.REASSIGN_PARTITIONS, found[1])])
+            return
+        await self.reassignments.on_zk_request(requested)
 
     # ------------------------------------------------------------------ metrics support
 

@@ -12,6 +12,7 @@ __all__ = [
     "LeaderAndIsr",
     "LeaderIsrAndControllerEpoch",
     "LeaderRecoveryState",
+    "Reassignment",
     "TopicPartition",
 ]
 
@@ -47,6 +48,30 @@ class LeaderAndIsr:
 
     def with_partition_epoch(self, partition_epoch: int) -> LeaderAndIsr:
         return replace(self, partition_epoch=partition_epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A partition moving from ``origin`` (ORS) to ``target`` (TRS) replicas.
+
+    While it runs the partition is assigned ``replicas`` (RS: the target first, then the origin's
+    extras), so both old and new replicas keep receiving LeaderAndIsr until the target is in sync.
+    """
+
+    origin: tuple[int, ...]
+    target: tuple[int, ...]
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys((*self.target, *self.origin)))
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        return tuple(r for r in self.target if r not in self.origin)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        return tuple(r for r in self.origin if r not in self.target)
 
 
 @dataclass(frozen=True, slots=True)
