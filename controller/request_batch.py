@@ -59,6 +59,8 @@ class RequestBatch:
     leader_and_isr: dict[int, dict[TopicPartition, dict[str, Any]]] = field(default_factory=dict)
     update_metadata_brokers: set[int] = field(default_factory=set)
     update_metadata_partitions: set[TopicPartition] = field(default_factory=set)
+    update_metadata_everyone: bool = False
+    """Send UpdateMetadata to every live or shutting-down broker known when the batch is built."""
     stop_replica: dict[int, dict[TopicPartition, bool]] = field(default_factory=dict)
     """Broker -> partition -> whether to delete it."""
     encodes: int = 0
@@ -66,7 +68,12 @@ class RequestBatch:
 
     @property
     def empty(self) -> bool:
-        return not (self.leader_and_isr or self.update_metadata_brokers or self.stop_replica)
+        return not (
+            self.leader_and_isr
+            or self.update_metadata_brokers
+            or self.update_metadata_everyone
+            or self.stop_replica
+        )
 
     # -- collecting
 
@@ -91,7 +98,8 @@ class RequestBatch:
                 "replicas": list(self.context.replicas(tp)),
                 "is_new": is_new or bool(previous and previous["is_new"]),
             }
-        self.add_update_metadata(self.context.live_or_shutting_down_ids, [tp])
+        self.update_metadata_everyone = True  # cheaper than adding every broker id per partition
+        self.update_metadata_partitions.add(tp)
 
     def add_stop_replica(self, broker_ids: Iterable[int], tp: TopicPartition, *, delete: bool) -> None:
         for broker_id in broker_ids:
@@ -136,6 +144,7 @@ class RequestBatch:
         ]
         self.leader_and_isr, self.stop_replica = {}, {}
         self.update_metadata_brokers, self.update_metadata_partitions = set(), set()
+        self.update_metadata_everyone = False
         return requests
 
     def _build_leader_and_isr(self) -> list[OutgoingRequest]:
@@ -210,7 +219,10 @@ class RequestBatch:
         return [{"topic_name": t, "partition_states": s} for t, s in by_topic.items()]
 
     def _build_update_metadata(self) -> list[OutgoingRequest]:
-        targets = sorted(b for b in self.update_metadata_brokers if b in self.context.brokers)
+        wanted = self.update_metadata_brokers
+        if self.update_metadata_everyone:
+            wanted = wanted | self.context.live_or_shutting_down_ids
+        targets = sorted(b for b in wanted if b in self.context.brokers)
         if not targets:
             return []
         shared = {"topic_states": self._update_metadata_topic_states(), "live_brokers": self._live_brokers()}
