@@ -72,7 +72,9 @@ class Controller:
         self.metrics = metrics
         self.machines = StateMachines(self.context, self.store, self.event_log, self._on_unclean_election)
         self.event_manager = EventManager(self._process, timings)
-        self.channel: ChannelManager | None = None
+        self.channel = ChannelManager(
+            self.id, socket_timeout_s=config.socket_timeout_s, events=self.event_log, metrics=metrics
+        )
         self.reassignments = ReassignmentManager(self)
         self.active_controller_id = -1
         self.rpc_endpoint: Endpoint = config.advertised
@@ -320,9 +322,7 @@ class Controller:
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
-        if self.channel is not None:
-            await self.channel.shutdown()
-            self.channel = None
+        await self.channel.shutdown()
         self.context.reset()
         self.event_log.emit(
             "controller_resigned", controller_id=self.id, controller_epoch=epoch, reason=reason
@@ -390,12 +390,6 @@ class Controller:
         partitions = list(ctx.all_partitions())
         ctx.leadership = await self.store.leadership(partitions)
         ctx.shutting_down.clear()
-        self.channel = ChannelManager(
-            self.id,
-            socket_timeout_s=self.config.socket_timeout_s,
-            events=self.event_log,
-            metrics=self.metrics,
-        )
         for broker in ctx.brokers.values():
             self._add_channel(broker)
         log.info(
@@ -443,7 +437,7 @@ class Controller:
         return RequestBatch(self.context, self.config.epoch_protocol, self.config.inter_broker_listener_name)
 
     def _send(self, batch: RequestBatch) -> None:
-        if batch.empty or self.channel is None:
+        if batch.empty or not self.is_active:
             return
         requests = batch.build()
         self.encodes += batch.encodes
@@ -476,8 +470,6 @@ class Controller:
         return endpoint or registration.endpoint(self.config.inter_broker_listener_name)
 
     def _add_channel(self, broker: LiveBroker) -> None:
-        if self.channel is None:
-            return
         endpoint = self._endpoint_for(broker)
         if endpoint is None:
             log.error(
@@ -538,12 +530,8 @@ class Controller:
         for b in change.new:
             ctx.brokers[b] = current[b]
             self._add_channel(current[b])
-        for b in change.bounced:
-            if self.channel is not None:
-                self.channel.remove_broker(b)
-        for b in change.dead:
-            if self.channel is not None:
-                self.channel.remove_broker(b)
+        for b in (*change.bounced, *change.dead):
+            self.channel.remove_broker(b)
         if change.new:
             await self._on_broker_startup(change.new)
         if change.bounced:

@@ -21,7 +21,7 @@ from controller.state_tables import PartitionState
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode
 from tests.controller.process import create_topic, partition_state
-from tests.zkstore.helpers import session, wait_until
+from tests.zkstore.helpers import expire_session, session, wait_until
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 
@@ -339,3 +339,21 @@ async def test_reassignment_moves_replicas_once_the_target_is_in_sync(harness: H
     stop = await harness.brokers[1].wait_for(lambda r: r.api_key == SR and r.body["delete_partitions"])
     assert stop.error == ErrorCode.NONE
     assert controller.context.replicas(tp) == (2, 3) and tp not in controller.context.reassignments
+
+
+async def test_session_expiry_resigns_then_the_controller_wins_again_with_a_new_epoch(
+    harness: Harness,
+) -> None:
+    controller = await harness.start()
+    await harness.topic("steady", {0: (1, 2, 3)})
+    epoch = controller.context.epoch
+    await expire_session(controller.zk)
+    resigned = await harness.wait_event("controller_resigned", reason="ZooKeeper session expired")
+    assert resigned["controller_epoch"] == epoch
+    await harness.wait_event("controller_elected", controller_epoch=epoch + 1, timeout=30)
+    await harness.wait_event("failover_complete", controller_epoch=epoch + 1, timeout=30)
+    for broker in harness.brokers.values():
+        lai = await broker.wait_for(lambda r: r.api_key == LAI and r.body["controller_epoch"] == epoch + 1)
+        assert lai.error == ErrorCode.NONE
+    assert controller.is_active and controller.context.epoch == epoch + 1
+    assert harness.leader("steady", 0) == 1

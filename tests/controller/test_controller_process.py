@@ -6,6 +6,8 @@ wire protocol, registered with ``register_broker``, validating epochs as a Kafka
 
 from __future__ import annotations
 
+import asyncio
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -270,3 +272,55 @@ async def test_a_zombie_controller_cannot_write_after_its_session_expired(cluste
         takeover = min(r.at for r in broker.received if r.body["controller_epoch"] == epoch + 1)
         late = [r for r in broker.received if r.body["controller_epoch"] == epoch and r.at > takeover]
         assert all(r.error == ErrorCode.STALE_CONTROLLER_EPOCH for r in late)
+
+
+async def scrape(port: int) -> dict[str, float]:
+    """``/metrics`` as {sample name with labels: value}."""
+    loop = asyncio.get_running_loop()
+    text = await loop.run_in_executor(
+        None, lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    )
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+async def test_metrics_use_the_jmx_exporter_names_and_follow_the_cluster(cluster: Cluster) -> None:
+    await cluster.start_brokers(1, 2)
+    active = cluster.controller(1, metrics_port=0)
+    epoch = (await active.wait_kind("controller_elected"))["controller_epoch"]
+    standby = cluster.controller(2, metrics_port=0)
+    await create_topic(cluster.admin, "metered", {0: (1, 2), 1: (2, 1)})
+    await cluster.brokers[1].wait_for(from_epoch(LAI, epoch))
+    active_port = (await active.wait_kind("controller_started"))["metrics_port"]
+    standby_port = (await standby.wait_kind("controller_started"))["metrics_port"]
+
+    async def settled() -> dict[str, float]:
+        for _ in range(200):
+            samples = await scrape(active_port)
+            if samples.get("kafka_controller_kafkacontroller_globalpartitioncount") == 2:
+                return samples
+            await asyncio.sleep(0.05)
+        raise AssertionError("the active controller never reported 2 partitions")
+
+    samples = await settled()
+    assert samples["kafka_controller_kafkacontroller_activecontrollercount"] == 1
+    assert samples["kafka_controller_kafkacontroller_globaltopiccount"] == 1
+    assert samples["kafka_controller_kafkacontroller_offlinepartitionscount"] == 0
+    assert samples["kafka_controller_kafkacontroller_controllerepoch"] == epoch
+    for broker_id, broker in cluster.brokers.items():
+        assert (
+            samples[f'kafka_controller_kafkacontroller_brokerepoch{{broker_id="{broker_id}"}}']
+            == broker.epoch
+        )
+        assert f'kafka_controller_controllerchannelmanager_queuesize{{broker_id="{broker_id}"}}' in samples
+    assert samples["kafka_controller_controllerstats_topicchangerateandtimems_count"] >= 1
+    assert samples["kafka_controller_controllereventmanager_eventqueuetimems_count"] >= 1
+    assert "kafka_controller_controllereventmanager_eventqueuesize" in samples
+    assert "kafka_controller_controllerstats_uncleanleaderelectionspersec_total" in samples
+    standby_samples = await scrape(standby_port)
+    assert standby_samples["kafka_controller_kafkacontroller_activecontrollercount"] == 0
+    assert standby_samples["kafka_controller_kafkacontroller_globalpartitioncount"] == 0
