@@ -20,7 +20,7 @@ from controller.controller import Controller
 from controller.state_tables import PartitionState
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode
-from tests.controller.process import create_topic, partition_state
+from tests.controller.process import alter_partition_request, create_topic, partition_state
 from tests.zkstore.helpers import expire_session, session, wait_until
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
@@ -180,24 +180,7 @@ async def test_unclean_election_only_when_enabled(harness: Harness) -> None:
     controller = await harness.start(unclean_leader_election_enable="true")
     await harness.topic("risky", {0: (1, 2)})
     state, version = await partition_state(harness.admin, "risky", 0)
-    shrink = {
-        "broker_id": 1,
-        "broker_epoch": harness.brokers[1].epoch,
-        "topics": [
-            {
-                "topic_name": "risky",
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "leader_epoch": state.leader_epoch,
-                        "new_isr": [1],
-                        "leader_recovery_state": 0,
-                        "partition_epoch": version,
-                    }
-                ],
-            }
-        ],
-    }
+    shrink = alter_partition_request(1, harness.brokers[1].epoch, "risky", state, version, [1], version=1)
     answer = await controller.handle_alter_partition(shrink, 1)
     assert answer["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
     await harness.brokers[1].stop()
@@ -247,24 +230,8 @@ async def _move_leadership_away_from_1(harness: Harness, topic: str) -> None:
     await harness.brokers[1].bounce()
     await wait_until(lambda: 1 not in controller.context.shutting_down, what="broker 1 back")
     state, version = await partition_state(harness.admin, topic, 0)
-    expand = {
-        "broker_id": 2,
-        "broker_epoch": harness.brokers[2].epoch,
-        "topics": [
-            {
-                "topic_id": controller.context.topic_ids[topic],
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "leader_epoch": state.leader_epoch,
-                        "new_isr": [2, 3, 1],
-                        "leader_recovery_state": 0,
-                        "partition_epoch": version,
-                    }
-                ],
-            }
-        ],
-    }
+    topic_id = controller.context.topic_ids[topic]
+    expand = alter_partition_request(2, harness.brokers[2].epoch, topic_id, state, version, [2, 3, 1])
     answer = await controller.handle_alter_partition(expand, 2)
     assert answer["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
 
@@ -309,24 +276,7 @@ async def test_reassignment_moves_replicas_once_the_target_is_in_sync(harness: H
     )
 
     state, version = await partition_state(harness.admin, "moving", 0)
-    caught_up = {
-        "broker_id": 1,
-        "broker_epoch": harness.brokers[1].epoch,
-        "topics": [
-            {
-                "topic_name": "moving",
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "leader_epoch": state.leader_epoch,
-                        "new_isr": [1, 2, 3],
-                        "leader_recovery_state": 0,
-                        "partition_epoch": version,
-                    }
-                ],
-            }
-        ],
-    }
+    caught_up = alter_partition_request(1, harness.brokers[1].epoch, "moving", state, version, [1, 2, 3], 1)
     answer = await controller.handle_alter_partition(caught_up, 1)
     assert answer["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
     await harness.wait_event("reassignment_completed", topic="moving")

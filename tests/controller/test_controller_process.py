@@ -15,7 +15,7 @@ import pytest
 
 from bench.broker_sim import SimulatedBroker
 from protocol import ApiKey, ErrorCode
-from tests.controller.process import ControllerProcess, create_topic, partition_state
+from tests.controller.process import ControllerProcess, alter_partition_request, create_topic, partition_state
 from tests.zkstore.helpers import session
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
@@ -194,36 +194,24 @@ async def test_alter_partition_naming_a_shutting_down_broker_is_ineligible(clust
     assert state.isr == (1, 2)
     topic_id = await cluster.topic_id("ledger")
 
-    def request(new_isr: list[int], version_field: str, key: object, ver: int) -> dict[str, object]:
-        partition: dict[str, object] = {
-            "partition_index": 0,
-            "leader_epoch": state.leader_epoch,
-            "new_isr": new_isr,
-            "partition_epoch": version,
-        }
-        if ver >= 1:
-            partition["leader_recovery_state"] = 0
-        return {
-            "broker_id": 1,
-            "broker_epoch": cluster.brokers[1].epoch,
-            "topics": [{version_field: key, "partitions": [partition]}],
-        }
+    def request(new_isr: list[int], key: object, ver: int) -> dict[str, object]:
+        return alter_partition_request(1, cluster.brokers[1].epoch, key, state, version, new_isr, ver)
 
-    v2 = await controller.rpc(ApiKey.ALTER_PARTITION, 2, request([1, 2, 3], "topic_id", topic_id, 2))
+    v2 = await controller.rpc(ApiKey.ALTER_PARTITION, 2, request([1, 2, 3], topic_id, 2))
     assert v2["error_code"] == ErrorCode.NONE
     assert v2["topics"][0]["partitions"][0]["error_code"] == ErrorCode.INELIGIBLE_REPLICA
-    v1 = await controller.rpc(ApiKey.ALTER_PARTITION, 1, request([1, 2, 3], "topic_name", "ledger", 1))
+    v1 = await controller.rpc(ApiKey.ALTER_PARTITION, 1, request([1, 2, 3], "ledger", 1))
     assert v1["topics"][0]["partitions"][0]["error_code"] == ErrorCode.OPERATION_NOT_ATTEMPTED
     assert await partition_state(cluster.admin, "ledger", 0) == (state, version)
     rejected = await controller.wait_kind("rpc_rejected", api="AlterPartition", error="INELIGIBLE_REPLICA")
     assert rejected["shutting_down"] == [3]
 
-    stale = request([1], "topic_id", topic_id, 2) | {"broker_epoch": cluster.brokers[1].epoch - 1}
+    stale = request([1], topic_id, 2) | {"broker_epoch": cluster.brokers[1].epoch - 1}
     assert (await controller.rpc(ApiKey.ALTER_PARTITION, 2, stale))[
         "error_code"
     ] == ErrorCode.STALE_BROKER_EPOCH
 
-    shrink = await controller.rpc(ApiKey.ALTER_PARTITION, 2, request([1], "topic_id", topic_id, 2))
+    shrink = await controller.rpc(ApiKey.ALTER_PARTITION, 2, request([1], topic_id, 2))
     answer = shrink["topics"][0]["partitions"][0]
     assert answer["error_code"] == ErrorCode.NONE
     assert answer["isr"] == [1] and answer["leader_id"] == 1 and answer["partition_epoch"] == version + 1
