@@ -49,6 +49,8 @@ def _check_partition(
         return ErrorCode.NOT_CONTROLLER  # the broker knows a newer state than we do
     if leader_epoch < current.leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
+    if broker_id != current.leader:
+        return ErrorCode.INVALID_REQUEST  # only the leader manages the ISR (as KRaft's controller checks)
     if broker_id == current.leader and new_isr == current.isr and recovery == current.leader_recovery_state:
         return current  # a retry of a change already made: answer with what is in force
     if partition_epoch < current.partition_epoch:

@@ -48,11 +48,7 @@ class EventManager:
     def clear_and_put(self, event: ControllerEvent) -> None:
         """Drop everything queued (each dropped event is preempted), then queue ``event``."""
         while self._queue:
-            dropped, _ = self._queue.popleft()
-            try:
-                dropped.preempt()
-            except Exception:
-                log.exception("preempting %s failed", type(dropped).__name__)
+            self._preempt(self._queue.popleft()[0])
         self.put(event)
 
     def start(self) -> None:
@@ -66,7 +62,14 @@ class EventManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         while self._queue:
-            self._queue.popleft()[0].preempt()
+            self._preempt(self._queue.popleft()[0])
+
+    @staticmethod
+    def _preempt(event: ControllerEvent) -> None:
+        try:
+            event.preempt()
+        except Exception:
+            log.exception("preempting %s failed", type(event).__name__)
 
     async def _run(self) -> None:
         while True:
