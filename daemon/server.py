@@ -157,6 +157,8 @@ class RequestServer:
             log.warning("%s: closing connection from %s: %s", self.name, peer, exc)
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             log.debug("%s: connection from %s lost: %r", self.name, peer, exc)
+        except asyncio.CancelledError:
+            pass  # closing the server: ending quietly keeps asyncio from logging the cancelled task
         finally:
             self._connections.discard(task)
             writer.close()

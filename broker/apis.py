@@ -1,0 +1,210 @@
+"""Request handling on the handler threads (Kafka's KafkaApis): decode, validate, dispatch, encode.
+
+Control requests are checked as Apache Kafka checks them (reference §4.1), broker epoch first:
+
+* per-broker versions (LeaderAndIsr v2, UpdateMetadata v5, StopReplica v1): ``broker_epoch`` older
+  than this broker's epoch is STALE_BROKER_EPOCH; -1 (unknown) and newer are accepted;
+* the seed's max-epoch versions (v5 / v7 / v4): rejected iff ``max_broker_epoch`` is below this
+  broker's epoch (-1 accepted).
+
+Both are accepted at any time, so a cluster can switch protocols one controller restart at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.metadata_cache import MetadataCache
+from broker.network import Close, Request, Result
+from broker.replica_manager import ReplicaManager
+from daemon.eventlog import EventLog
+from protocol import (
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    ErrorCode,
+    ProtocolError,
+    RequestHeader,
+    UnsupportedVersionError,
+    encode_response,
+    epoch_field,
+    error_response_body,
+    message_codec,
+)
+from protocol.registry import api_spec
+
+log = logging.getLogger("broker.apis")
+
+CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA})
+UNKNOWN_BROKER_EPOCH = -1
+
+
+@dataclass
+class BrokerIdentity:
+    """Who this broker is now; ``epoch`` changes at every registration (read from any thread)."""
+
+    broker_id: int
+    epoch: int = UNKNOWN_BROKER_EPOCH
+
+
+def broker_epoch_is_stale(api_key: int, version: int, body: dict[str, Any], own_epoch: int) -> bool:
+    """KIP-380 (per-broker field) and seed 002 (max field) reduce to one rule: older than ours, unless -1."""
+    epoch = body[epoch_field(ApiKey(api_key), version)]
+    return epoch != UNKNOWN_BROKER_EPOCH and epoch < own_epoch
+
+
+class KafkaApis:
+    def __init__(
+        self,
+        identity: BrokerIdentity,
+        replica_manager: ReplicaManager,
+        metadata_cache: MetadataCache,
+        events: EventLog,
+        *,
+        on_handled: Callable[[Request, int], None] | None = None,
+    ) -> None:
+        self.identity = identity
+        self.replica_manager = replica_manager
+        self.metadata_cache = metadata_cache
+        self.events = events
+        self.on_handled = on_handled
+        self._handlers: dict[int, Callable[[RequestHeader, dict[str, Any]], dict[str, Any]]] = {
+            ApiKey.LEADER_AND_ISR: self._leader_and_isr,
+            ApiKey.UPDATE_METADATA: self._update_metadata,
+            ApiKey.STOP_REPLICA: self._stop_replica,
+        }
+
+    def register(
+        self, api_key: int, handler: Callable[[RequestHeader, dict[str, Any]], dict[str, Any]]
+    ) -> None:
+        """Add a data-plane API's handler."""
+        self._handlers[api_key] = handler
+
+    @property
+    def api_keys(self) -> frozenset[int]:
+        return frozenset(self._handlers)
+
+    # -- entry point (handler threads)
+
+    def handle(self, request: Request) -> Result:
+        header = request.header
+        handler = self._handlers.get(header.api_key)
+        if handler is None:
+            return Close(f"API key {header.api_key} is not served by this broker")
+        try:
+            body = message_codec(header.api_key, header.api_version, "request").decode(
+                request.frame, request.body_offset
+            )
+        except ProtocolError as exc:
+            return Close(f"malformed {ApiKey(header.api_key).name} v{header.api_version} request: {exc}")
+        control = header.api_key in CONTROL_APIS
+        if control:
+            self._received(request, body)
+        started = time.monotonic()
+        response = handler(header, body)
+        if control:
+            self._handled(request, body, response, started)
+        if self.on_handled is not None:
+            self.on_handled(request, response.get("error_code", 0))
+        return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+
+    # -- control requests
+
+    def _stale_epoch(self, header: RequestHeader, body: dict[str, Any]) -> bool:
+        return broker_epoch_is_stale(header.api_key, header.api_version, body, self.identity.epoch)
+
+    def _leader_and_isr(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        if self._stale_epoch(header, body):
+            errors = [
+                {"topic_name": t["topic_name"], "partition_index": s["partition_index"], "error_code": 77}
+                for t in body["topic_states"]
+                for s in t["partition_states"]
+            ]
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": errors}
+        return self.replica_manager.become_leader_or_follower(body, header.correlation_id)
+
+    def _update_metadata(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        if self._stale_epoch(header, body):
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
+        if not self.replica_manager.accept_controller_epoch(body["controller_epoch"]):
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
+        removed = self.metadata_cache.update(body)
+        if removed:
+            log.info("UpdateMetadata removed %d partitions of deleted topics", len(removed))
+        return {"error_code": ErrorCode.NONE}
+
+    def _stop_replica(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        if self._stale_epoch(header, body):
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
+        return self.replica_manager.stop_replicas(body)
+
+    # -- event log
+
+    def _epochs(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        field = epoch_field(ApiKey(header.api_key), header.api_version)
+        return {
+            "controller_id": body["controller_id"],
+            "controller_epoch": body["controller_epoch"],
+            field: body[field],
+            "broker_epoch_now": self.identity.epoch,
+        }
+
+    def _received(self, request: Request, body: dict[str, Any]) -> None:
+        header = request.header
+        self.events.emit(
+            "control_request_received",
+            api=api_spec(header.api_key).name,
+            api_version=header.api_version,
+            correlation_id=header.correlation_id,
+            listener=request.listener,
+            queue_ms=round((request.dequeued_at - request.received_at) * 1000, 3),
+            **self._epochs(header, body),
+        )
+
+    def _handled(
+        self, request: Request, body: dict[str, Any], response: dict[str, Any], started: float
+    ) -> None:
+        header = request.header
+        error = ErrorCode(response.get("error_code", 0))
+        partition_errors = [p for p in response.get("partition_errors", []) if p["error_code"]]
+        self.events.emit(
+            "control_request_handled",
+            api=api_spec(header.api_key).name,
+            api_version=header.api_version,
+            correlation_id=header.correlation_id,
+            error=error.name,
+            partition_errors=len(partition_errors),
+            queue_ms=round((request.dequeued_at - request.received_at) * 1000, 3),
+            handle_ms=round((time.monotonic() - started) * 1000, 3),
+            **self._epochs(header, body),
+        )
+        if error in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH):
+            log.warning(
+                "%s v%d (correlation id %d) from controller %d epoch %d rejected with %s; broker epoch %d",
+                api_spec(header.api_key).name,
+                header.api_version,
+                header.correlation_id,
+                body["controller_id"],
+                body["controller_epoch"],
+                error.name,
+                self.identity.epoch,
+            )
+
+
+def unsupported_version_response(exc: UnsupportedVersionError) -> bytes:
+    """UNSUPPORTED_VERSION in the API's oldest layout (ApiVersions adds what is supported)."""
+    version = min(SUPPORTED_VERSIONS[ApiKey(exc.api_key)])
+    body = error_response_body(exc.api_key, version, ErrorCode.UNSUPPORTED_VERSION)
+    if exc.api_key == ApiKey.API_VERSIONS:
+        body["api_keys"] = api_versions_list()
+    return encode_response(exc.api_key, version, exc.correlation_id, body)
+
+
+def api_versions_list() -> list[dict[str, int]]:
+    return [
+        {"api_key": int(key), "min_version": min(versions), "max_version": max(versions)}
+        for key, versions in sorted(SUPPORTED_VERSIONS.items())
+    ]

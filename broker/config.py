@@ -1,0 +1,179 @@
+"""The broker daemon's configuration: Kafka's key names and defaults, and KIP-291's listener checks.
+
+Every listener in ``listeners`` is served; ``advertised.listeners`` (default: ``listeners``) is what
+the registration in ``/brokers/ids/N`` publishes. With ``control.plane.listener.name`` set, that
+listener gets its own acceptor, a queue of 20 and one handler thread (KIP-291); it must be one of
+the listeners and must not be the inter-broker listener.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from daemon.config import (
+    ConfigError,
+    ConfigKey,
+    LoadedConfig,
+    at_least,
+    between,
+    load_config,
+    parse_listeners,
+)
+from zkstore.znodes import Endpoint
+
+CONTROL_PLANE_QUEUE_CAPACITY = 20
+"""Hard-coded in Kafka (``new RequestChannel(20, "ControlPlane", ...)``)."""
+
+KNOWN_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+
+
+def _protocol_map(value: list[str]) -> None:
+    for item in value:
+        name, sep, protocol = item.partition(":")
+        if not sep or not name or protocol.upper() not in KNOWN_PROTOCOLS:
+            raise ValueError(
+                f"{item!r} is not LISTENER:PROTOCOL with a protocol in {sorted(KNOWN_PROTOCOLS)}"
+            )
+
+
+def _listener_name(value: str) -> None:
+    if value and not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
+        raise ValueError("not a listener name")
+
+
+KEYS = (
+    ConfigKey("broker.id", "int", doc="this broker's id", check=at_least(0)),
+    ConfigKey("zookeeper.connect", "string", doc="host:port[,host:port...][/chroot]"),
+    ConfigKey("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"]),
+    ConfigKey("advertised.listeners", "list", None),
+    ConfigKey("listener.security.protocol.map", "list", None, check=_protocol_map),
+    ConfigKey("inter.broker.listener.name", "string", "PLAINTEXT", check=_listener_name),
+    ConfigKey(
+        "control.plane.listener.name",
+        "string",
+        "",
+        check=_listener_name,
+        aliases=("controller.listener.name",),
+    ),
+    ConfigKey("log.dirs", "list", None, aliases=("log.dir",)),
+    ConfigKey("num.io.threads", "int", 8, check=at_least(1)),
+    ConfigKey("queued.max.requests", "int", 500, check=at_least(1)),
+    ConfigKey("socket.request.max.bytes", "int", 100 * 1024 * 1024, check=at_least(1024)),
+    ConfigKey("zookeeper.session.timeout.ms", "int", 18000, check=at_least(1000)),
+    ConfigKey("zookeeper.connection.timeout.ms", "int", None, check=at_least(1)),
+    ConfigKey("controlled.shutdown.enable", "bool", True),
+    ConfigKey("controlled.shutdown.max.retries", "int", 3, check=at_least(1)),
+    ConfigKey("controlled.shutdown.retry.backoff.ms", "int", 5000, check=at_least(0)),
+    ConfigKey("controller.socket.timeout.ms", "int", 30000, check=at_least(1)),
+    ConfigKey("replica.high.watermark.checkpoint.interval.ms", "int", 5000, check=at_least(10)),
+    ConfigKey("metrics.port", "int", None, check=between(0, 65535)),
+)
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    broker_id: int
+    zookeeper_connect: str
+    listeners: tuple[Endpoint, ...]
+    advertised: tuple[Endpoint, ...]
+    security_protocols: dict[str, str]
+    inter_broker_listener_name: str
+    control_plane_listener_name: str | None
+    log_dirs: tuple[Path, ...]
+    num_io_threads: int
+    queued_max_requests: int
+    socket_request_max_bytes: int
+    zookeeper_session_timeout_ms: int
+    zookeeper_connection_timeout_s: float
+    controlled_shutdown_enable: bool
+    controlled_shutdown_max_retries: int
+    controlled_shutdown_retry_backoff_s: float
+    controller_socket_timeout_s: float
+    hw_checkpoint_interval_s: float
+    metrics_port: int | None
+    loaded: LoadedConfig | None = None
+
+    @property
+    def log_dir(self) -> Path:
+        """Where this broker's own files (checkpoints, event log) go: the first log dir."""
+        return self.log_dirs[0]
+
+
+def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
+    listeners = parse_listeners("listeners", loaded["listeners"])
+    if not listeners:
+        raise ConfigError("listeners", "at least one listener is needed")
+    names = [e.listener_name for e in listeners]
+    if loaded["advertised.listeners"]:
+        advertised = parse_listeners("advertised.listeners", loaded["advertised.listeners"])
+        unknown = [e.listener_name for e in advertised if e.listener_name not in names]
+        if unknown:
+            raise ConfigError("advertised.listeners", f"listeners {unknown} are not in listeners {names}")
+        given = {e.listener_name for e in advertised}
+        advertised += [e for e in listeners if e.listener_name not in given]
+    else:
+        advertised = list(listeners)
+    if loaded["listener.security.protocol.map"]:
+        protocols = {}
+        for item in loaded["listener.security.protocol.map"]:
+            name, _, protocol = item.partition(":")
+            protocols[name.strip().upper()] = protocol.strip().upper()
+        missing = [n for n in names if n not in protocols]
+        if missing:
+            raise ConfigError(
+                "listener.security.protocol.map", f"no security protocol for listeners {missing}"
+            )
+    else:
+        unknown = [n for n in names if n not in KNOWN_PROTOCOLS]
+        if unknown:
+            raise ConfigError(
+                "listener.security.protocol.map",
+                f"listeners {unknown} are not security protocol names, so they need a mapping",
+            )
+        protocols = {n: n for n in names}
+    inter_broker = loaded["inter.broker.listener.name"].upper()
+    if inter_broker not in names:
+        raise ConfigError("inter.broker.listener.name", f"{inter_broker} is not one of the listeners {names}")
+    control_plane = loaded["control.plane.listener.name"].upper() or None
+    if control_plane is not None:
+        if control_plane not in names:
+            raise ConfigError(
+                "control.plane.listener.name", f"{control_plane} is not one of the listeners {names}"
+            )
+        if control_plane == inter_broker:
+            raise ConfigError(
+                "control.plane.listener.name",
+                f"{control_plane} is also inter.broker.listener.name; the control plane needs its own",
+            )
+    log_dirs = tuple(Path(d) for d in (loaded["log.dirs"] or [f"/tmp/kafka-logs-{loaded['broker.id']}"]))
+    session_ms = loaded["zookeeper.session.timeout.ms"]
+    return BrokerConfig(
+        broker_id=loaded["broker.id"],
+        zookeeper_connect=loaded["zookeeper.connect"],
+        listeners=tuple(listeners),
+        advertised=tuple(advertised),
+        security_protocols=protocols,
+        inter_broker_listener_name=inter_broker,
+        control_plane_listener_name=control_plane,
+        log_dirs=log_dirs,
+        num_io_threads=loaded["num.io.threads"],
+        queued_max_requests=loaded["queued.max.requests"],
+        socket_request_max_bytes=loaded["socket.request.max.bytes"],
+        zookeeper_session_timeout_ms=session_ms,
+        zookeeper_connection_timeout_s=(loaded["zookeeper.connection.timeout.ms"] or session_ms) / 1000.0,
+        controlled_shutdown_enable=loaded["controlled.shutdown.enable"],
+        controlled_shutdown_max_retries=loaded["controlled.shutdown.max.retries"],
+        controlled_shutdown_retry_backoff_s=loaded["controlled.shutdown.retry.backoff.ms"] / 1000.0,
+        controller_socket_timeout_s=loaded["controller.socket.timeout.ms"] / 1000.0,
+        hw_checkpoint_interval_s=loaded["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
+        metrics_port=loaded["metrics.port"],
+        loaded=loaded,
+    )
+
+
+def load(path: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> BrokerConfig:
+    return from_loaded(load_config(KEYS, path, environ))

@@ -1,0 +1,95 @@
+"""The broker's Prometheus metrics under the JMX exporter's names for Kafka's broker MBeans.
+
+RequestChannel queue sizes per plane (``kafka_network_requestchannel_requestqueuesize`` and
+``…_controlplanerequestqueuesize``), handler idle shares per plane, per-API request counts and
+times labelled ``request`` as Kafka's RequestMetrics are, ReplicaManager counts, and two additions
+without a Kafka MBean: the broker epoch and rejected control requests by API and error.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from broker.network import Request
+from daemon.metrics import Metrics
+from protocol import ErrorCode
+from protocol.registry import api_spec
+
+if TYPE_CHECKING:
+    from broker.server import BrokerServer
+
+
+class BrokerMetrics:
+    def __init__(self, metrics: Metrics, broker: BrokerServer) -> None:
+        self.metrics = metrics
+        network, server = "kafka.network", "kafka.server"
+        data, control = broker.data_channel, broker.control_channel
+        metrics.gauge_fn(
+            network, "RequestChannel", "RequestQueueSize", "Data-plane requests queued", lambda: data.size
+        )
+        metrics.gauge_fn(
+            network,
+            "RequestChannel",
+            "ControlPlaneRequestQueueSize",
+            "Control-plane requests queued (0 without a control-plane listener)",
+            lambda: control.size if control else 0,
+        )
+        metrics.gauge_fn(
+            server,
+            "KafkaRequestHandlerPool",
+            "RequestHandlerAvgIdlePercent",
+            "Share of data-plane handler time spent idle since the last scrape",
+            data.idle_fraction,
+        )
+        metrics.gauge_fn(
+            server,
+            "KafkaRequestHandlerPool",
+            "ControlPlaneRequestHandlerAvgIdlePercent",
+            "Share of the control-plane handler's time spent idle since the last scrape",
+            lambda: control.idle_fraction() if control else 1.0,
+        )
+        rm = broker.replica_manager
+        metrics.gauge_fn(server, "ReplicaManager", "LeaderCount", "Partitions led here", rm.leader_count)
+        metrics.gauge_fn(
+            server, "ReplicaManager", "PartitionCount", "Partitions hosted here", rm.partition_count
+        )
+        metrics.gauge_fn(
+            server,
+            "ReplicaManager",
+            "UnderReplicatedPartitions",
+            "Partitions led here whose ISR is smaller than their replica set",
+            rm.under_replicated_count,
+        )
+        metrics.gauge_fn(
+            server,
+            "KafkaServer",
+            "BrokerEpoch",
+            "This broker's epoch (czxid of its registration)",
+            lambda: broker.identity.epoch,
+        )
+        labels = ("request",)
+        self.requests = metrics.meter(network, "RequestMetrics", "RequestsPerSec", "Requests handled", labels)
+        self.queue_time = metrics.timer(
+            network, "RequestMetrics", "RequestQueueTimeMs", "Time queued (ms)", labels
+        )
+        self.local_time = metrics.timer(
+            network, "RequestMetrics", "LocalTimeMs", "Time handling (ms)", labels
+        )
+        self.total_time = metrics.timer(
+            network, "RequestMetrics", "TotalTimeMs", "Time from read to handled (ms)", labels
+        )
+        self.errors = metrics.meter(
+            network, "RequestMetrics", "ErrorsPerSec", "Responses by top-level error", ("request", "error")
+        )
+
+    def request_handled(self, request: Request, error: int) -> None:
+        """Called on the handler thread once a request has been handled."""
+        name = api_spec(request.header.api_key).name
+        self.requests.labels(name).inc()
+        self.queue_time.labels(name).observe((request.dequeued_at - request.received_at) * 1000)
+        done = time.monotonic()
+        self.local_time.labels(name).observe(max(0.0, done - request.dequeued_at) * 1000)
+        self.total_time.labels(name).observe(max(0.0, done - request.received_at) * 1000)
+        if error:
+            self.errors.labels(name, ErrorCode.name_of(error)).inc()

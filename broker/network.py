@@ -1,0 +1,262 @@
+"""The broker's network planes: listeners feeding bounded request queues drained by handler threads.
+
+Kafka's shape (SocketServer, RequestChannel, KafkaRequestHandlerPool), on one asyncio loop for the
+sockets and OS threads for the handlers:
+
+* a connection has at most one request in the queue or being handled (Kafka mutes the channel), so
+  responses go back in order;
+* a full queue stops the connections that feed it from reading: back-pressure, nothing dropped;
+* each plane has its own queue and threads, so a flooded data plane cannot delay the control plane
+  (KIP-291): the control plane is one queue of 20 and one thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+from protocol import (
+    FrameTooLarge,
+    ProtocolError,
+    RequestHeader,
+    UnsupportedVersionError,
+    decode_request_header,
+    frame_size,
+)
+
+log = logging.getLogger("broker.network")
+
+_SIZE = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """A handler's verdict that the connection must be closed, with the reason to log."""
+
+    reason: str
+
+
+Result = bytes | None | Close
+"""A response frame, no response at all (acks=0 produce), or Close."""
+
+
+@dataclass(slots=True, eq=False)
+class Request:
+    header: RequestHeader
+    frame: bytes
+    body_offset: int
+    listener: str
+    peer: str
+    received_at: float
+    """``time.monotonic()`` when the whole frame had been read."""
+    future: asyncio.Future[Result] = field(repr=False)
+    dequeued_at: float = 0.0
+    handled_at: float = 0.0
+
+
+class RequestChannel:
+    """A bounded queue and the threads that handle what it holds."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        capacity: int,
+        threads: int,
+        thread_prefix: str,
+        handle: Callable[[Request], Result],
+    ) -> None:
+        self.name = name
+        self.capacity = capacity
+        self._queue: queue.Queue[Request | None] = queue.Queue(maxsize=capacity)
+        self._handle = handle
+        self._threads = [
+            threading.Thread(
+                target=self._work, name=f"{thread_prefix}-kafka-request-handler-{i}", daemon=True
+            )
+            for i in range(threads)
+        ]
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._space = asyncio.Event()
+        self._idle_lock = threading.Lock()
+        self._idle_s = 0.0
+        self._since = time.monotonic()
+
+    @property
+    def size(self) -> int:
+        return self._queue.qsize()
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._since = time.monotonic()
+        for thread in self._threads:
+            thread.start()
+
+    async def stop(self) -> None:
+        """Let the threads finish what is queued, then end them."""
+        loop = asyncio.get_running_loop()
+        for _ in self._threads:
+            await loop.run_in_executor(None, self._queue.put, None)
+        for thread in self._threads:
+            await loop.run_in_executor(None, thread.join, 10)
+
+    async def submit(self, request: Request) -> None:
+        """Queue ``request``, waiting (without reading more from its connection) while the queue is full."""
+        while True:
+            try:
+                self._queue.put_nowait(request)
+                return
+            except queue.Full:
+                self._space.clear()
+                if self._queue.full():
+                    await self._space.wait()
+
+    def idle_fraction(self) -> float:
+        """Share of handler time spent waiting for work since the last call (Kafka's AvgIdlePercent)."""
+        with self._idle_lock:
+            now = time.monotonic()
+            elapsed = (now - self._since) * len(self._threads)
+            idle, self._idle_s, self._since = self._idle_s, 0.0, now
+        return 1.0 if elapsed <= 0 else max(0.0, min(1.0, idle / elapsed))
+
+    def _work(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        while True:
+            waiting = time.monotonic()
+            request = self._queue.get()
+            with self._idle_lock:
+                self._idle_s += time.monotonic() - waiting
+            if loop.is_closed():
+                return
+            loop.call_soon_threadsafe(self._space.set)
+            if request is None:
+                return
+            request.dequeued_at = time.monotonic()
+            try:
+                result: Result = self._handle(request)
+            except Exception as exc:  # a handler bug closes that connection, never the thread
+                log.exception("%s: error handling %s from %s", self.name, request.header, request.peer)
+                result = Close(f"internal error handling the request: {exc!r}")
+            request.handled_at = time.monotonic()
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_settle, request.future, result)
+
+
+def _settle(future: asyncio.Future[Result], result: Result) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+class Listener:
+    """One TCP listener feeding a RequestChannel.
+
+    ``accepts`` says which API keys this listener serves; another known API is answered with
+    ``reject(header)`` without being queued (a data-plane API on the control-plane listener).
+    ``unsupported`` answers an API version this broker does not implement.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        channel: RequestChannel,
+        *,
+        accepts: Collection[int] | None,
+        reject: Callable[[RequestHeader], bytes],
+        unsupported: Callable[[UnsupportedVersionError], bytes],
+        max_frame_size: int,
+    ) -> None:
+        self.name = name
+        self.channel = channel
+        self.accepts = None if accepts is None else frozenset(accepts)
+        self.reject = reject
+        self.unsupported = unsupported
+        self.max_frame_size = max_frame_size
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._serve, host or None, port, limit=1 << 20)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("listener %s on %s:%d (%s queue)", self.name, host or "*", self.port, self.channel.name)
+        return self.port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peername = writer.get_extra_info("peername")
+        peer = f"{peername[0]}:{peername[1]}" if isinstance(peername, tuple) else str(peername)
+        try:
+            while True:
+                reason = await self._one_request(reader, writer, peer)
+                if reason is not None:
+                    if reason:
+                        log.warning("listener %s: closing connection from %s: %s", self.name, peer, reason)
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass  # the listener is closing; a quiet end keeps asyncio from logging the cancelled task
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _one_request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str
+    ) -> str | None:
+        """Read, queue and answer one request; a string (empty at a clean EOF) ends the connection."""
+        try:
+            prefix = await reader.readexactly(_SIZE)
+        except asyncio.IncompleteReadError as exc:
+            return "" if not exc.partial else "connection closed inside a size prefix"
+        try:
+            size = frame_size(prefix, self.max_frame_size)
+        except FrameTooLarge as exc:
+            return f"{exc} (socket.request.max.bytes)"
+        try:
+            frame = prefix + await reader.readexactly(size)
+        except asyncio.IncompleteReadError:
+            return f"connection closed inside a {size}-byte request"
+        received = time.monotonic()
+        try:
+            header, offset = decode_request_header(frame, self.max_frame_size)
+        except UnsupportedVersionError as exc:
+            writer.write(self.unsupported(exc))
+            await writer.drain()
+            return None
+        except ProtocolError as exc:
+            return f"malformed request: {exc}"
+        if self.accepts is not None and header.api_key not in self.accepts:
+            writer.write(self.reject(header))
+            await writer.drain()
+            return None
+        loop = asyncio.get_running_loop()
+        request = Request(header, frame, offset, self.name, peer, received, loop.create_future())
+        await self.channel.submit(request)
+        result = await request.future
+        if isinstance(result, Close):
+            return result.reason
+        if result is not None:
+            writer.write(result)
+            await writer.drain()
+        return None

@@ -1,0 +1,288 @@
+"""The broker daemon: listeners on two planes, registration with its epoch, controlled shutdown.
+
+Start-up order: handler threads, listeners (so the registration can advertise bound ports),
+ZooKeeper session, registration (KIP-380: the czxid is the broker epoch). After a session expiry the
+broker registers again and takes the new epoch; requests for the old one are rejected from then on.
+SIGTERM runs Kafka's controlled shutdown (ControlledShutdown v2 to the active controller, retried
+with the configured backoff), then closes the session so the registration disappears at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import time
+
+from kazoo.exceptions import NoNodeError
+
+from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis, unsupported_version_response
+from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from broker.network import Listener, RequestChannel
+from broker.replica_manager import ReplicaManager
+from daemon.connection import KafkaConnection
+from daemon.eventlog import EventLog
+from daemon.metrics import Metrics
+from protocol import ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
+from zkstore import znodes
+from zkstore.aio import AsyncZooKeeper, ConnectionEvent
+from zkstore.registration import register_broker
+
+log = logging.getLogger("broker")
+
+CONTROLLED_SHUTDOWN_VERSION = 2
+WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.identity = BrokerIdentity(config.broker_id)
+        for directory in config.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+        self.events = EventLog(config.log_dir / "events.jsonl", f"broker-{config.broker_id}")
+        self.metadata_cache = MetadataCache()
+        self.replica_manager = ReplicaManager(config.broker_id, config.log_dir, self.events)
+        self.metrics = Metrics()
+        self.apis = KafkaApis(self.identity, self.replica_manager, self.metadata_cache, self.events)
+        self.data_channel = RequestChannel(
+            "DataPlane",
+            capacity=config.queued_max_requests,
+            threads=config.num_io_threads,
+            thread_prefix="data-plane",
+            handle=self.apis.handle,
+        )
+        self.control_channel = (
+            RequestChannel(
+                "ControlPlane",
+                capacity=CONTROL_PLANE_QUEUE_CAPACITY,
+                threads=1,
+                thread_prefix="control-plane",
+                handle=self.apis.handle,
+            )
+            if config.control_plane_listener_name
+            else None
+        )
+        self.broker_metrics = BrokerMetrics(self.metrics, self)
+        self.apis.on_handled = self.broker_metrics.request_handled
+        self.listeners: dict[str, Listener] = {}
+        self.advertised: tuple[znodes.Endpoint, ...] = ()
+        self.zk = AsyncZooKeeper(
+            config.zookeeper_connect,
+            session_timeout_ms=config.zookeeper_session_timeout_ms,
+            connect_timeout_s=config.zookeeper_connection_timeout_s,
+        )
+        self.metrics_port: int | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._registering = asyncio.Lock()
+
+    # -- lifecycle
+
+    async def start(self) -> None:
+        self.data_channel.start()
+        if self.control_channel is not None:
+            self.control_channel.start()
+        bound: dict[str, int] = {}
+        for endpoint in self.config.listeners:
+            listener = self._listener(endpoint.listener_name)
+            bound[endpoint.listener_name] = await listener.start(endpoint.host, endpoint.port)
+            self.listeners[endpoint.listener_name] = listener
+        self.advertised = tuple(
+            znodes.Endpoint(
+                e.listener_name,
+                e.host if e.host not in WILDCARD_HOSTS else _hostname(),
+                e.port or bound[e.listener_name],
+            )
+            for e in self.config.advertised
+        )
+        if self.config.metrics_port is not None:
+            self.metrics_port = self.metrics.serve(self.config.metrics_port)
+        await self.zk.start()
+        self.zk.on_connection_event(self._on_connection_event)
+        await self.register()
+        self._tasks.append(asyncio.create_task(self._checkpoint_loop(), name="hw-checkpoint"))
+        self.events.emit(
+            "broker_started",
+            broker_id=self.config.broker_id,
+            broker_epoch=self.identity.epoch,
+            listeners=[e.connection_string for e in self.advertised],
+            control_plane_listener=self.config.control_plane_listener_name,
+            metrics_port=self.metrics_port,
+        )
+
+    def _listener(self, name: str) -> Listener:
+        control = name == self.config.control_plane_listener_name
+        channel = self.control_channel if control and self.control_channel else self.data_channel
+
+        def reject(header: RequestHeader) -> bytes:
+            body = error_response_body(header.api_key, header.api_version, ErrorCode.INVALID_REQUEST)
+            log.warning("listener %s serves control requests only: API key %d refused", name, header.api_key)
+            return encode_response(header.api_key, header.api_version, header.correlation_id, body)
+
+        return Listener(
+            name,
+            channel,
+            accepts=(CONTROL_APIS | {ApiKey.API_VERSIONS}) if control else None,
+            reject=reject,
+            unsupported=unsupported_version_response,
+            max_frame_size=self.config.socket_request_max_bytes,
+        )
+
+    async def stop(self) -> None:
+        self.events.emit("shutdown_started", broker_epoch=self.identity.epoch)
+        if self.config.controlled_shutdown_enable:
+            await self.controlled_shutdown()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for listener in self.listeners.values():
+            await listener.close()
+        await self.data_channel.stop()
+        if self.control_channel is not None:
+            await self.control_channel.stop()
+        self.replica_manager.checkpoint_high_watermarks()
+        await self.zk.close()
+        self.events.emit("shutdown_complete", broker_epoch=self.identity.epoch)
+        self.metrics.stop()
+        self.events.close()
+
+    # -- registration
+
+    def registration(self) -> znodes.BrokerRegistration:
+        names = {e.listener_name for e in self.advertised}
+        return znodes.BrokerRegistration(
+            broker_id=self.config.broker_id,
+            endpoints=self.advertised,
+            listener_security_protocol_map={
+                n: p for n, p in self.config.security_protocols.items() if n in names
+            },
+            timestamp=int(time.time() * 1000),
+        )
+
+    async def register(self) -> int:
+        """Register (again) and adopt the new epoch; requests for the previous one are stale from now on."""
+        async with self._registering:
+            previous = self.identity.epoch
+            epoch = await register_broker(
+                self.zk,
+                self.config.broker_id,
+                self.registration().encode(),
+                wait_for_owner_s=self.config.zookeeper_session_timeout_ms / 1000 + 5,
+            )
+            if epoch != previous:
+                self.replica_manager.new_generation()
+                self.identity.epoch = epoch
+                self.events.emit("registered", broker_epoch=epoch, previous_epoch=previous)
+            return epoch
+
+    def _on_connection_event(self, event: ConnectionEvent) -> None:
+        if event is ConnectionEvent.RECONNECTED:
+            self._tasks.append(asyncio.create_task(self._ensure_registered(), name="re-register"))
+        elif event is ConnectionEvent.EXPIRED:
+            log.warning("broker %d: ZooKeeper session expired; registering again", self.config.broker_id)
+            self.events.emit("session_expired", broker_epoch=self.identity.epoch)
+
+    async def _ensure_registered(self) -> None:
+        """After a reconnect: if our registration went with an expired session, register anew."""
+        try:
+            _, stat = await self.zk.get(znodes.broker_path(self.config.broker_id))
+            if stat.ephemeralOwner == self.zk.session_id and stat.czxid == self.identity.epoch:
+                return
+        except NoNodeError:
+            pass
+        await self.register()
+
+    # -- high watermarks
+
+    async def _checkpoint_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.config.hw_checkpoint_interval_s)
+            await loop.run_in_executor(None, self.replica_manager.checkpoint_high_watermarks)
+
+    # -- controlled shutdown
+
+    async def _controller_endpoint(self) -> tuple[int, str, int] | None:
+        with contextlib.suppress(NoNodeError):
+            data, _ = await self.zk.get(znodes.CONTROLLER)
+            registration = znodes.decode_controller_registration(data, znodes.CONTROLLER)
+            if registration is not None and registration.host is not None and registration.port is not None:
+                return registration.broker_id, registration.host, registration.port
+        return None
+
+    async def controlled_shutdown(self) -> bool:
+        """Kafka's procedure: ask the active controller to move leadership away, retrying with backoff."""
+        config = self.config
+        for attempt in range(1, config.controlled_shutdown_max_retries + 1):
+            outcome = await self._controlled_shutdown_attempt()
+            self.events.emit(
+                "controlled_shutdown_attempt",
+                attempt=attempt,
+                broker_epoch=self.identity.epoch,
+                **outcome,
+            )
+            if outcome.get("error") == "NONE" and not outcome.get("remaining"):
+                log.info("broker %d: controlled shutdown succeeded", config.broker_id)
+                return True
+            if attempt < config.controlled_shutdown_max_retries:
+                await asyncio.sleep(config.controlled_shutdown_retry_backoff_s)
+        log.warning(
+            "broker %d: controlled shutdown failed; proceeding to do an unclean shutdown", config.broker_id
+        )
+        return False
+
+    async def _controlled_shutdown_attempt(self) -> dict[str, object]:
+        found = await self._controller_endpoint()
+        if found is None:
+            return {"error": "NO_CONTROLLER"}
+        controller_id, host, port = found
+        timeout = self.config.controller_socket_timeout_s
+        try:
+            connection = await KafkaConnection.open(
+                host, port, client_id=f"broker-{self.config.broker_id}", connect_timeout=timeout
+            )
+        except (OSError, TimeoutError) as exc:
+            return {"controller_id": controller_id, "error": "CONNECTION_FAILED", "reason": str(exc)}
+        try:
+            _, response = await connection.send(
+                ApiKey.CONTROLLED_SHUTDOWN,
+                CONTROLLED_SHUTDOWN_VERSION,
+                {"broker_id": self.config.broker_id, "broker_epoch": self.identity.epoch},
+                timeout=timeout,
+            )
+        except (ConnectionError, TimeoutError) as exc:
+            return {"controller_id": controller_id, "error": "REQUEST_FAILED", "reason": str(exc)}
+        finally:
+            await connection.close()
+        remaining = [f"{p['topic_name']}-{p['partition_index']}" for p in response["remaining_partitions"]]
+        return {
+            "controller_id": controller_id,
+            "error": ErrorCode.name_of(response["error_code"]),
+            "remaining": remaining,
+        }
+
+
+def _hostname() -> str:
+    return socket.getfqdn()
+
+
+async def run(config: BrokerConfig) -> None:
+    server = BrokerServer(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    log.info(
+        "broker %d running with epoch %d: %s",
+        config.broker_id,
+        server.identity.epoch,
+        ", ".join(e.connection_string for e in server.advertised),
+    )
+    await stop.wait()
+    log.info("broker %d stopping", config.broker_id)
+    await server.stop()
