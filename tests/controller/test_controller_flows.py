@@ -20,7 +20,7 @@ from controller.controller import Controller
 from controller.state_tables import PartitionState
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode
-from tests.controller.process import alter_partition_request, create_topic, partition_state
+from tests.daemons import alter_partition_request, create_topic, partition_state
 from tests.zkstore.helpers import expire_session, session, wait_until
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper

@@ -15,7 +15,7 @@ import pytest
 
 from bench.broker_sim import SimulatedBroker
 from protocol import ApiKey, ErrorCode
-from tests.controller.process import ControllerProcess, alter_partition_request, create_topic, partition_state
+from tests.daemons import ControllerProcess, alter_partition_request, create_topic, partition_state
 from tests.zkstore.helpers import session
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
