@@ -100,6 +100,8 @@ class RequestChannel:
 
     async def stop(self) -> None:
         """Let the threads finish what is queued, then end them."""
+        if self._loop is None:
+            return  # never started
         loop = asyncio.get_running_loop()
         for _ in self._threads:
             await loop.run_in_executor(None, self._queue.put, None)

@@ -1,7 +1,8 @@
 """The broker daemon: listeners on two planes, registration with its epoch, controlled shutdown.
 
-Start-up order: handler threads, listeners (so the registration can advertise bound ports),
-ZooKeeper session, registration (KIP-380: the czxid is the broker epoch). After a session expiry the
+Start-up order: listeners (so the registration can advertise bound ports), ZooKeeper session,
+registration (KIP-380: the czxid is the broker epoch), and only then the handler threads, so no
+request is judged before the broker knows its epoch. After a session expiry the
 broker registers again and takes the new epoch; requests for the old one are rejected from then on.
 SIGTERM runs Kafka's controlled shutdown (ControlledShutdown v2 to the active controller, retried
 with the configured backoff), then closes the session so the registration disappears at once.
@@ -83,9 +84,6 @@ class BrokerServer:
     # -- lifecycle
 
     async def start(self) -> None:
-        self.data_channel.start()
-        if self.control_channel is not None:
-            self.control_channel.start()
         bound: dict[str, int] = {}
         for endpoint in self.config.listeners:
             listener = self._listener(endpoint.listener_name)
@@ -104,6 +102,11 @@ class BrokerServer:
         await self.zk.start()
         self.zk.on_connection_event(self._on_connection_event)
         await self.register()
+        # Requests that arrived before registration wait in the queues until the epoch is known, as
+        # Kafka only starts processing requests once the broker is registered.
+        self.data_channel.start()
+        if self.control_channel is not None:
+            self.control_channel.start()
         self._tasks.append(asyncio.create_task(self._checkpoint_loop(), name="hw-checkpoint"))
         self.events.emit(
             "broker_started",

@@ -1,0 +1,292 @@
+"""Seed 000's scenarios (KIP-380) with a real ZooKeeper, a controller process and broker processes.
+
+Requests "from a previous broker generation" are made real, not simulated: a broker is frozen
+(SIGSTOP) so the controller's requests wait in its socket, then killed and restarted on the same
+ports. The controller's channel resends the very same request to the new process, which must judge
+it by the epoch it carries.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.checkpoint import read_offsets, write_offsets
+from protocol import ApiKey, ErrorCode
+from tests.daemons import BrokerProcess, ControllerProcess, create_topic, partition_state
+from tests.zkstore.helpers import session
+from zkstore import znodes
+from zkstore.aio import AsyncZooKeeper
+
+pytestmark = pytest.mark.zookeeper
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+class Cluster:
+    def __init__(self, zk_connect: str, workdir: Path, admin: AsyncZooKeeper) -> None:
+        self.zk_connect = zk_connect
+        self.workdir = workdir
+        self.admin = admin
+        self.brokers: dict[int, BrokerProcess] = {}
+        self.controller: ControllerProcess | None = None
+        self.processes: list[Any] = []
+
+    def broker(self, broker_id: int, *, fixed_ports: bool = False, **overrides: Any) -> BrokerProcess:
+        if fixed_ports:
+            plain, control = free_ports(2)
+            overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}"
+        process = BrokerProcess(broker_id, self.zk_connect, self.workdir, **overrides)
+        self.brokers[broker_id] = process
+        self.processes.append(process)
+        return process.start()
+
+    def restart(self, broker_id: int) -> BrokerProcess:
+        """The same broker (config, ports, log dir) as a new process."""
+        old = self.brokers[broker_id]
+        old.kill()
+        new = BrokerProcess.__new__(BrokerProcess)
+        new.__dict__.update(old.__dict__)
+        new.process, new._read, new.events = None, 0, []
+        new.events_path.rename(new.events_path.with_suffix(f".{len(self.processes)}.jsonl"))
+        self.brokers[broker_id] = new
+        self.processes.append(new)
+        return new.start()
+
+    async def start(
+        self, broker_ids: tuple[int, ...] = (1, 2, 3), overrides: dict[int, dict[str, Any]] | None = None
+    ) -> None:
+        for broker_id in broker_ids:
+            self.broker(broker_id, **(overrides or {}).get(broker_id, {}))
+        for broker in self.brokers.values():
+            await broker.wait_kind("broker_started")
+        self.controller = ControllerProcess(100, self.zk_connect, self.workdir)
+        self.processes.append(self.controller.start())
+        await self.controller.wait_kind("failover_complete")
+
+    async def topic(self, name: str, replicas: dict[int, tuple[int, ...]]) -> None:
+        await create_topic(self.admin, name, replicas)
+        for broker_id in {b for r in replicas.values() for b in r}:
+            for partition in (p for p, r in replicas.items() if broker_id in r):
+                await self.brokers[broker_id].wait_event(
+                    lambda e, p=partition: (
+                        e["kind"] in ("become_leader", "become_follower")
+                        and e["topic"] == name
+                        and e["partition"] == p
+                    ),
+                    what=f"{name}-{partition} on broker {broker_id}",
+                )
+
+    async def close(self) -> None:
+        for process in self.processes:
+            process.kill()
+        await self.admin.close()
+
+
+@pytest.fixture
+async def cluster(zk_connect: str, tmp_path: Path) -> AsyncIterator[Cluster]:
+    c = Cluster(zk_connect, tmp_path, await session(zk_connect))
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+async def channel_idle(controller: ControllerProcess, broker_id: int) -> None:
+    """Wait until every request the controller sent to ``broker_id`` has been answered."""
+
+    def idle(_: dict[str, Any]) -> bool:
+        events = [e for e in controller.poll_events() if e.get("broker") == broker_id]
+        sent = {e["correlation_id"] for e in events if e["kind"] == "request_sent"}
+        answered = {e["correlation_id"] for e in events if e["kind"] == "response_received"}
+        return sent <= answered
+
+    if not idle({}):
+        await controller.wait_event(idle, what=f"no request in flight to broker {broker_id}")
+
+
+def epoch_of(broker: BrokerProcess) -> int:
+    return next(e for e in reversed(broker.poll_events()) if e["kind"] == "registered")["broker_epoch"]
+
+
+async def test_stop_replica_from_before_a_bounce_is_ignored_and_the_replica_stays_online(
+    cluster: Cluster,
+) -> None:
+    """Seed 000 (1): the StopReplica a controlled shutdown produced reaches the broker after its restart."""
+    await cluster.start((1, 2, 3))
+    await cluster.topic("orders", {0: (1, 3), 1: (2, 3)})
+    old = cluster.brokers[3]
+    old_epoch = epoch_of(old)
+    assert (
+        old.stop() == 0
+    )  # controlled shutdown: the controller sends broker 3 StopReplica for both partitions
+    sent = next(
+        e
+        for e in cluster.controller.poll_events()
+        if e["kind"] == "request_sent" and e["api"] == "StopReplica" and e["broker"] == 3
+    )
+    new = cluster.restart(3)
+    new_epoch = (await new.wait_kind("registered"))["broker_epoch"]
+    for partition in (0, 1):
+        await new.wait_event(
+            lambda e, p=partition: (
+                e["kind"] == "become_follower" and e["topic"] == "orders" and e["partition"] == p
+            ),
+            what=f"orders-{partition} online on the restarted broker",
+        )
+
+    # That StopReplica, delayed past the restart (as a resend after reconnecting would deliver it):
+    late = {
+        "controller_id": 100,
+        "controller_epoch": sent["controller_epoch"],
+        "max_broker_epoch": sent["max_broker_epoch"],
+        "delete_partitions": False,
+        "topics": [{"name": "orders", "partition_indexes": [0, 1]}],
+    }
+    assert sent["max_broker_epoch"] < new_epoch and old_epoch < new_epoch
+    reply = await new.request("CONTROLLER", ApiKey.STOP_REPLICA, 4, late)
+    assert reply == {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
+    assert not [e for e in new.poll_events() if e["kind"] == "stop_replica"]
+    handled = await new.wait_event(
+        lambda e: e["kind"] == "control_request_handled" and e["api"] == "StopReplica", what="the rejection"
+    )
+    assert handled["error"] == "STALE_BROKER_EPOCH" and handled["broker_epoch_now"] == new_epoch
+
+
+async def test_controlled_shutdown_from_a_previous_generation_moves_nothing(cluster: Cluster) -> None:
+    """Seed 000 (2): the controller rejects a ControlledShutdown carrying the broker's old epoch."""
+    await cluster.start((1, 2, 3), {2: {"controlled_shutdown_enable": "false"}})
+    await cluster.topic("audit", {0: (2, 1, 3), 1: (1, 2, 3)})
+    old_epoch = epoch_of(cluster.brokers[2])
+    cluster.brokers[2].stop()
+    new = cluster.restart(2)
+    new_epoch = (await new.wait_kind("registered"))["broker_epoch"]
+    assert new_epoch > old_epoch
+    await cluster.controller.wait_event(
+        lambda e: e["kind"] == "broker_change" and 2 in e["new"] + e["bounced"], what="broker 2 back"
+    )
+    before = {p: await partition_state(cluster.admin, "audit", p) for p in (0, 1)}
+
+    reply = await cluster.controller.rpc(
+        ApiKey.CONTROLLED_SHUTDOWN, 2, {"broker_id": 2, "broker_epoch": old_epoch}
+    )
+    assert reply["error_code"] == ErrorCode.STALE_BROKER_EPOCH
+    assert {p: await partition_state(cluster.admin, "audit", p) for p in (0, 1)} == before
+    assert not [e for e in cluster.controller.poll_events() if e["kind"] == "controlled_shutdown_started"]
+
+
+async def test_leader_and_isr_from_before_a_restart_is_rejected_and_the_checkpoint_untouched(
+    cluster: Cluster,
+) -> None:
+    """Seed 000 (3), KAFKA-7235: a stale first LeaderAndIsr must not let the broker rewrite its checkpoint."""
+    await cluster.start((1, 2))
+    cluster.broker(3, fixed_ports=True, replica_high_watermark_checkpoint_interval_ms=100)
+    await cluster.brokers[3].wait_kind("broker_started")
+    await cluster.topic("ledger", {0: (1, 3), 1: (3, 2)})
+    old = cluster.brokers[3]
+    old_epoch = epoch_of(old)
+    checkpoint = old.dir / "replication-offset-checkpoint"
+    await old.wait_kind("checkpoint_written")
+    await channel_idle(cluster.controller, 3)  # so the next request to broker 3 is the LeaderAndIsr below
+
+    old.pause()
+    # Broker 1 leaves leadership of ledger-0: the controller sends broker 3 a LeaderAndIsr it cannot read yet.
+    reply = await cluster.controller.rpc(
+        ApiKey.CONTROLLED_SHUTDOWN, 2, {"broker_id": 1, "broker_epoch": epoch_of(cluster.brokers[1])}
+    )
+    assert reply["error_code"] == ErrorCode.NONE
+    old.kill()
+    high_watermarks = {znodes.TopicPartition("ledger", 0): 42, znodes.TopicPartition("ledger", 1): 7}
+    write_offsets(checkpoint, high_watermarks)  # what the broker had durably recorded
+    written = checkpoint.read_bytes()
+    new = cluster.restart(3)
+
+    stale = await new.wait_event(
+        lambda e: e["kind"] == "control_request_handled" and e["api"] == "LeaderAndIsr",
+        timeout=30,
+        what="the first LeaderAndIsr the restarted broker handles",
+    )
+    assert stale["error"] == "STALE_BROKER_EPOCH" and stale["max_broker_epoch"] < epoch_of(new)
+    assert epoch_of(new) > old_epoch
+    assert checkpoint.read_bytes() == written
+    assert not [e for e in new.poll_events() if e["kind"] == "checkpoint_written"]
+
+    # The next, current LeaderAndIsr starts checkpointing again, keeping the recorded high watermarks.
+    await new.wait_kind("checkpoint_written", timeout=30)
+    assert read_offsets(checkpoint) == high_watermarks
+
+
+async def test_a_fast_bounce_is_detected_and_the_broker_serves_without_a_session_timeout(
+    cluster: Cluster,
+) -> None:
+    """Seed 000 (4): the controller tells a bounce from the czxid alone and re-initialises the broker."""
+    await cluster.start((1, 2, 3), {3: {"controlled_shutdown_enable": "false"}})
+    await cluster.topic("payments", {0: (3, 1, 2)})
+    old_epoch = epoch_of(cluster.brokers[3])
+    controller = cluster.controller
+    controller.pause()  # it sees neither the exit nor the new registration until both happened
+    try:
+        assert cluster.brokers[3].stop() == 0  # closes the session: the registration goes at once
+        new = cluster.restart(3)
+        new_epoch = (await new.wait_kind("registered", timeout=20))["broker_epoch"]
+    finally:
+        controller.resume()
+    change = await controller.wait_kind("broker_change", timeout=20)
+    assert change["bounced"] == [3] and change["dead"] == [] and change["new"] == []
+    assert change["epochs"]["3"] == new_epoch and change["previous_epochs"]["3"] == old_epoch
+    follower = await new.wait_event(
+        lambda e: e["kind"] == "become_follower" and e["topic"] == "payments", timeout=20, what="payments-0"
+    )
+    assert follower["leader"] in (1, 2)
+    handled = [e for e in new.poll_events() if e["kind"] == "control_request_handled"]
+    assert handled and all(e["error"] == "NONE" for e in handled)
+    assert all(e["max_broker_epoch"] >= new_epoch for e in handled)
+
+
+async def test_requests_from_a_deposed_controller_epoch_change_nothing(cluster: Cluster) -> None:
+    await cluster.start((1, 2))
+    await cluster.topic("steady", {0: (1, 2)})
+    epoch = (await cluster.controller.wait_kind("controller_elected"))["controller_epoch"]
+    broker = cluster.brokers[2]
+    stale = {
+        "controller_id": 7,
+        "controller_epoch": epoch - 1,
+        "max_broker_epoch": 1 << 40,
+        "topic_states": [
+            {
+                "topic_name": "steady",
+                "partition_states": [
+                    {
+                        "partition_index": 0,
+                        "controller_epoch": epoch - 1,
+                        "leader": 2,
+                        "leader_epoch": 99,
+                        "isr": [2],
+                        "partition_epoch": 9,
+                        "replicas": [1, 2],
+                        "is_new": False,
+                    }
+                ],
+            }
+        ],
+        "live_leaders": [],
+    }
+    reply = await broker.request("CONTROLLER", ApiKey.LEADER_AND_ISR, 5, stale)
+    assert reply["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert [p["error_code"] for p in reply["partition_errors"]] == [ErrorCode.STALE_CONTROLLER_EPOCH]
+    assert not [e for e in broker.poll_events() if e["kind"] == "become_leader" and e["topic"] == "steady"]
+    state, _ = await partition_state(cluster.admin, "steady", 0)
+    assert state.leader == 1
