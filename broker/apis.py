@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,23 @@ from protocol import (
 from protocol.registry import api_spec
 
 log = logging.getLogger("broker.apis")
+
+Handler = Callable[["Request", dict[str, Any]], dict[str, Any]]
+"""A request handler: the request (header, listener, peer) and its decoded body -> the response body."""
+
+
+def api_versions_entries(api_keys: Collection[int]) -> list[dict[str, int]]:
+    """ApiVersions' list for the APIs served: each with the oldest and newest version implemented."""
+    return [
+        {
+            "api_key": int(k),
+            "min_version": min(SUPPORTED_VERSIONS[k]),
+            "max_version": max(SUPPORTED_VERSIONS[k]),
+        }
+        for k in sorted(api_keys)
+        if k in SUPPORTED_VERSIONS
+    ]
+
 
 CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA})
 UNKNOWN_BROKER_EPOCH = -1
@@ -71,15 +88,13 @@ class KafkaApis:
         self.metadata_cache = metadata_cache
         self.events = events
         self.on_handled = on_handled
-        self._handlers: dict[int, Callable[[RequestHeader, dict[str, Any]], dict[str, Any]]] = {
+        self._handlers: dict[int, Handler] = {
             ApiKey.LEADER_AND_ISR: self._leader_and_isr,
             ApiKey.UPDATE_METADATA: self._update_metadata,
             ApiKey.STOP_REPLICA: self._stop_replica,
         }
 
-    def register(
-        self, api_key: int, handler: Callable[[RequestHeader, dict[str, Any]], dict[str, Any]]
-    ) -> None:
+    def register(self, api_key: int, handler: Handler) -> None:
         """Add a data-plane API's handler."""
         self._handlers[api_key] = handler
 
@@ -104,19 +119,28 @@ class KafkaApis:
         if control:
             self._received(request, body)
         started = time.monotonic()
-        response = handler(header, body)
+        response = handler(request, body)
         if control:
             self._handled(request, body, response, started)
         if self.on_handled is not None:
             self.on_handled(request, response.get("error_code", 0))
         return encode_response(header.api_key, header.api_version, header.correlation_id, response)
 
+    def unsupported_version_response(self, exc: UnsupportedVersionError) -> bytes:
+        """UNSUPPORTED_VERSION in the API's oldest layout; for ApiVersions, with what is supported."""
+        version = min(SUPPORTED_VERSIONS[ApiKey(exc.api_key)])
+        body = error_response_body(exc.api_key, version, ErrorCode.UNSUPPORTED_VERSION)
+        if exc.api_key == ApiKey.API_VERSIONS:
+            body["api_keys"] = api_versions_entries(self.api_keys)
+        return encode_response(exc.api_key, version, exc.correlation_id, body)
+
     # -- control requests
 
     def _stale_epoch(self, header: RequestHeader, body: dict[str, Any]) -> bool:
         return broker_epoch_is_stale(header.api_key, header.api_version, body, self.identity.epoch)
 
-    def _leader_and_isr(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+    def _leader_and_isr(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        header = request.header
         if self._stale_epoch(header, body):
             errors = [
                 {"topic_name": t["topic_name"], "partition_index": s["partition_index"], "error_code": 77}
@@ -126,7 +150,8 @@ class KafkaApis:
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": errors}
         return self.replica_manager.become_leader_or_follower(body, header.correlation_id)
 
-    def _update_metadata(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+    def _update_metadata(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        header = request.header
         if self._stale_epoch(header, body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
         if not self.replica_manager.accept_controller_epoch(body["controller_epoch"]):
@@ -136,7 +161,8 @@ class KafkaApis:
             log.info("UpdateMetadata removed %d partitions of deleted topics", len(removed))
         return {"error_code": ErrorCode.NONE}
 
-    def _stop_replica(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+    def _stop_replica(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        header = request.header
         if self._stale_epoch(header, body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
         return self.replica_manager.stop_replicas(body)
@@ -192,19 +218,3 @@ class KafkaApis:
                 error.name,
                 self.identity.epoch,
             )
-
-
-def unsupported_version_response(exc: UnsupportedVersionError) -> bytes:
-    """UNSUPPORTED_VERSION in the API's oldest layout (ApiVersions adds what is supported)."""
-    version = min(SUPPORTED_VERSIONS[ApiKey(exc.api_key)])
-    body = error_response_body(exc.api_key, version, ErrorCode.UNSUPPORTED_VERSION)
-    if exc.api_key == ApiKey.API_VERSIONS:
-        body["api_keys"] = api_versions_list()
-    return encode_response(exc.api_key, version, exc.correlation_id, body)
-
-
-def api_versions_list() -> list[dict[str, int]]:
-    return [
-        {"api_key": int(key), "min_version": min(versions), "max_version": max(versions)}
-        for key, versions in sorted(SUPPORTED_VERSIONS.items())
-    ]

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import socket
 import time
+import uuid
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis, unsupported_version_response
+from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
+from broker.metadata_api import MetadataApis
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.network import Listener, RequestChannel
@@ -50,6 +53,16 @@ class BrokerServer:
         self.replica_manager = ReplicaManager(config.broker_id, config.log_dir, self.events)
         self.metrics = Metrics()
         self.apis = KafkaApis(self.identity, self.replica_manager, self.metadata_cache, self.events)
+        self.cluster_id: str | None = None
+        metadata = MetadataApis(
+            config.broker_id,
+            self.metadata_cache,
+            lambda: {e.listener_name: (e.host, e.port) for e in self.advertised},
+            lambda: self.cluster_id,
+            lambda: self.apis.api_keys,
+        )
+        self.apis.register(ApiKey.API_VERSIONS, metadata.api_versions)
+        self.apis.register(ApiKey.METADATA, metadata.metadata)
         self.data_channel = RequestChannel(
             "DataPlane",
             capacity=config.queued_max_requests,
@@ -101,6 +114,7 @@ class BrokerServer:
             self.metrics_port = self.metrics.serve(self.config.metrics_port)
         await self.zk.start()
         self.zk.on_connection_event(self._on_connection_event)
+        self.cluster_id = await cluster_id(self.zk)
         await self.register()
         # Requests that arrived before registration wait in the queues until the epoch is known, as
         # Kafka only starts processing requests once the broker is registered.
@@ -131,7 +145,7 @@ class BrokerServer:
             channel,
             accepts=(CONTROL_APIS | {ApiKey.API_VERSIONS}) if control else None,
             reject=reject,
-            unsupported=unsupported_version_response,
+            unsupported=self.apis.unsupported_version_response,
             max_frame_size=self.config.socket_request_max_bytes,
         )
 
@@ -267,6 +281,23 @@ class BrokerServer:
             "error": ErrorCode.name_of(response["error_code"]),
             "remaining": remaining,
         }
+
+
+CLUSTER_ID = "/cluster/id"
+
+
+async def cluster_id(zk: AsyncZooKeeper) -> str:
+    """The cluster's id from ``/cluster/id``, created on first start as Kafka does."""
+    await zk.ensure_path("/cluster")
+    candidate = znodes.format_topic_id(uuid.uuid4())
+    with contextlib.suppress(NodeExistsError):
+        await zk.create(CLUSTER_ID, json.dumps({"version": "1", "id": candidate}).encode())
+    data, _ = await zk.get(CLUSTER_ID)
+    try:
+        return str(json.loads(data)["id"])
+    except (ValueError, KeyError, TypeError):
+        log.error("%s holds %r, not Kafka's JSON; using it as the id", CLUSTER_ID, data[:60])
+        return data.decode("utf-8", "replace")
 
 
 def _hostname() -> str:

@@ -8,6 +8,7 @@ it by the epoch it carries.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -290,3 +291,62 @@ async def test_requests_from_a_deposed_controller_epoch_change_nothing(cluster: 
     assert not [e for e in broker.poll_events() if e["kind"] == "become_leader" and e["topic"] == "steady"]
     state, _ = await partition_state(cluster.admin, "steady", 0)
     assert state.leader == 1
+
+
+def kafka_python_leader(bootstrap: str, topic: str, partition: int) -> tuple[int | None, list[int]]:
+    """The leader a fresh kafka-python client learns from Metadata, and the broker ids it sees."""
+    from kafka import KafkaConsumer
+    from kafka.structs import TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    try:
+        if consumer.partitions_for_topic(topic) is None:
+            return None, []
+        cluster = consumer._client.cluster
+        leader = cluster.leader_for_partition(TopicPartition(topic, partition))
+        return leader, sorted(b.node_id for b in cluster.brokers())
+    finally:
+        consumer.close()
+
+
+async def test_kafka_python_sees_the_new_leader_after_a_leader_change(cluster: Cluster) -> None:
+    await cluster.start((1, 2, 3))
+    await cluster.topic("clients", {0: (1, 2, 3)})
+    host, port = cluster.brokers[3].endpoint("PLAINTEXT")
+    loop = asyncio.get_running_loop()
+    leader, brokers = await loop.run_in_executor(None, kafka_python_leader, f"{host}:{port}", "clients", 0)
+    assert (leader, brokers) == (1, [1, 2, 3])
+
+    reply = await cluster.controller.rpc(
+        ApiKey.CONTROLLED_SHUTDOWN, 2, {"broker_id": 1, "broker_epoch": epoch_of(cluster.brokers[1])}
+    )
+    assert reply["error_code"] == ErrorCode.NONE
+    await cluster.brokers[3].wait_event(
+        lambda e: e["kind"] == "become_follower" and e["topic"] == "clients" and e["leader"] == 2,
+        what="broker 3 follows the new leader",
+    )
+    await cluster.brokers[3].wait_event(
+        lambda e: (
+            e["kind"] == "control_request_handled" and e["api"] == "UpdateMetadata" and e["error"] == "NONE"
+        ),
+        what="the UpdateMetadata that follows",
+    )
+    leader, _ = await loop.run_in_executor(None, kafka_python_leader, f"{host}:{port}", "clients", 0)
+    assert leader == 2
+
+
+async def test_a_cold_broker_lists_itself_and_answers_leader_not_available(cluster: Cluster) -> None:
+    broker = cluster.broker(1)  # no controller: no UpdateMetadata will come
+    await broker.wait_kind("broker_started")
+    reply = await broker.request("PLAINTEXT", ApiKey.METADATA, 1, {"topics": [{"name": "anything"}]})
+    host, port = broker.endpoint("PLAINTEXT")
+    assert reply["brokers"] == [{"node_id": 1, "host": host, "port": port, "rack": None}]
+    assert [(t["name"], t["error_code"]) for t in reply["topics"]] == [
+        ("anything", ErrorCode.LEADER_NOT_AVAILABLE)
+    ]
+    versions = await broker.request("PLAINTEXT", ApiKey.API_VERSIONS, 2, {})
+    served = {entry["api_key"] for entry in versions["api_keys"]}
+    assert {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.LEADER_AND_ISR} <= served
+    assert ApiKey.ALTER_PARTITION not in served and ApiKey.CONTROLLED_SHUTDOWN not in served
+    refused = await broker.request("CONTROLLER", ApiKey.METADATA, 1, {"topics": None})
+    assert [t["error_code"] for t in refused["topics"]] == [] and refused["brokers"] == []

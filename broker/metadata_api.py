@@ -1,0 +1,98 @@
+"""ApiVersions and Metadata: how clients discover what this broker speaks and where partitions live.
+
+Metadata answers from the metadata cache with the endpoints of the listener the request came in on
+(Kafka's rule, so clients stay on the network they used). A broker whose cache is still cold lists
+itself and answers LEADER_NOT_AVAILABLE for the topics asked, so a client retries instead of
+waiting on an empty cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+from broker.apis import api_versions_entries
+from broker.metadata_cache import MetadataCache, Snapshot
+from broker.network import Request
+from protocol import ErrorCode
+
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+class MetadataApis:
+    def __init__(
+        self,
+        broker_id: int,
+        cache: MetadataCache,
+        own_endpoints: Callable[[], dict[str, tuple[str, int]]],
+        cluster_id: Callable[[], str | None],
+        served: Callable[[], Collection[int]],
+    ) -> None:
+        self.broker_id = broker_id
+        self.cache = cache
+        self.own_endpoints = own_endpoints
+        self.cluster_id = cluster_id
+        self.served = served
+
+    def api_versions(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "error_code": ErrorCode.NONE,
+            "api_keys": api_versions_entries(self.served()),
+            "throttle_time_ms": 0,
+        }
+
+    def metadata(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        snapshot = self.cache.snapshot
+        listener = request.listener
+        version = request.header.api_version
+        cold = not snapshot.brokers
+        requested = body["topics"]
+        names = sorted(snapshot.topics) if requested is None else [t["name"] for t in requested]
+        topics = [self._topic(snapshot, name, version, cold) for name in names]
+        response = {
+            "throttle_time_ms": 0,
+            "brokers": self._brokers(snapshot, listener, cold),
+            "cluster_id": self.cluster_id(),
+            "controller_id": snapshot.controller_id,
+            "topics": topics,
+        }
+        if version >= 8:  # authorization is not implemented: Kafka's "not requested" value
+            response["cluster_authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
+            for topic in topics:
+                topic["topic_authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
+        return response
+
+    def _brokers(self, snapshot: Snapshot, listener: str, cold: bool) -> list[dict[str, Any]]:
+        if cold:
+            host, port = self.own_endpoints()[listener]
+            return [{"node_id": self.broker_id, "host": host, "port": port, "rack": None}]
+        out = []
+        for broker_id, broker in sorted(snapshot.brokers.items()):
+            endpoint = broker.endpoints.get(listener)
+            if endpoint is not None:
+                out.append(
+                    {"node_id": broker_id, "host": endpoint[0], "port": endpoint[1], "rack": broker.rack}
+                )
+        return out
+
+    def _topic(self, snapshot: Snapshot, name: str, version: int, cold: bool) -> dict[str, Any]:
+        partitions = snapshot.topics.get(name)
+        if partitions is None:
+            error = ErrorCode.LEADER_NOT_AVAILABLE if cold else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return {"error_code": error, "name": name, "is_internal": False, "partitions": []}
+        entries = []
+        for index, state in sorted(partitions.items()):
+            alive = state.leader in snapshot.brokers
+            entries.append(
+                {
+                    "error_code": ErrorCode.NONE if alive else ErrorCode.LEADER_NOT_AVAILABLE,
+                    "partition_index": index,
+                    "leader_id": state.leader if alive else -1,
+                    "leader_epoch": state.leader_epoch,
+                    "replica_nodes": list(state.replicas),
+                    "isr_nodes": list(state.isr),
+                    "offline_replicas": list(state.offline_replicas),
+                }
+            )
+        return {"error_code": ErrorCode.NONE, "name": name, "is_internal": False, "partitions": entries}
