@@ -33,12 +33,12 @@ def read_offsets(path: Path) -> dict[TopicPartition, int]:
         if int(lines[0]) != VERSION:
             raise CorruptCheckpoint(f"{path}: unknown version {lines[0]!r}")
         count = int(lines[1])
-        entries = lines[2 : 2 + count]
+        entries = [line for line in lines[2:] if line.strip()]
         if len(entries) != count:
             raise CorruptCheckpoint(f"{path}: expected {count} entries, found {len(entries)}")
         offsets = {}
         for line in entries:
-            topic, partition, offset = line.split(" ")
+            topic, partition, offset = line.split()
             offsets[TopicPartition(topic, int(partition))] = int(offset)
         return offsets
     except (IndexError, ValueError) as exc:

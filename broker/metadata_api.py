@@ -16,7 +16,6 @@ from broker.metadata_cache import MetadataCache, Snapshot
 from broker.network import Request
 from protocol import ErrorCode
 
-
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 

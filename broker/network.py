@@ -87,6 +87,8 @@ class RequestChannel:
         self._idle_lock = threading.Lock()
         self._idle_s = 0.0
         self._since = time.monotonic()
+        self._waiting: dict[int, float] = {}
+        """Thread ident -> when it started waiting for work (absent while it handles a request)."""
 
     @property
     def size(self) -> int:
@@ -124,17 +126,22 @@ class RequestChannel:
         with self._idle_lock:
             now = time.monotonic()
             elapsed = (now - self._since) * len(self._threads)
-            idle, self._idle_s, self._since = self._idle_s, 0.0, now
+            idle = self._idle_s + sum(now - since for since in self._waiting.values())
+            self._idle_s, self._since = 0.0, now
+            for ident in self._waiting:
+                self._waiting[ident] = now
         return 1.0 if elapsed <= 0 else max(0.0, min(1.0, idle / elapsed))
 
     def _work(self) -> None:
         loop = self._loop
         assert loop is not None
+        ident = threading.get_ident()
         while True:
-            waiting = time.monotonic()
+            with self._idle_lock:
+                self._waiting[ident] = time.monotonic()
             request = self._queue.get()
             with self._idle_lock:
-                self._idle_s += time.monotonic() - waiting
+                self._idle_s += time.monotonic() - self._waiting.pop(ident)
             if loop.is_closed():
                 return
             loop.call_soon_threadsafe(self._space.set)

@@ -1,0 +1,506 @@
+"""The broker's network planes on loopback: back-pressure, KIP-291 isolation, and per-connection failures.
+
+No ZooKeeper: real sockets, a real RequestChannel and Listener, and handlers written for each test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import struct
+import threading
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis
+from broker.metadata_cache import MetadataCache
+from broker.network import Listener, Request, RequestChannel, Result
+from broker.replica_manager import ReplicaManager
+from daemon.eventlog import EventLog
+from protocol import (
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    ErrorCode,
+    RequestHeader,
+    UnsupportedVersionError,
+    decode_response,
+    encode_request,
+    encode_response,
+    error_response_body,
+)
+
+TIMEOUT = 10.0
+MAX_FRAME = 4096
+UPDATE_METADATA_V7 = (ApiKey.UPDATE_METADATA, 7)
+
+Handle = Callable[[Request], Result]
+
+
+# ---------------------------------------------------------------- requests and answers
+
+
+def update_metadata_body(controller_epoch: int = 1) -> dict[str, Any]:
+    """An UpdateMetadata v7 body that any broker epoch accepts (max_broker_epoch -1)."""
+    return {
+        "controller_id": 100,
+        "controller_epoch": controller_epoch,
+        "max_broker_epoch": -1,
+        "topic_states": [],
+        "live_brokers": [
+            {
+                "id": 1,
+                "endpoints": [
+                    {"port": 9092, "host": "127.0.0.1", "listener": "PLAINTEXT", "security_protocol": 0}
+                ],
+                "rack": None,
+            }
+        ],
+    }
+
+
+def request_frame(correlation_id: int) -> bytes:
+    return encode_request(*UPDATE_METADATA_V7, correlation_id, "test", update_metadata_body())
+
+
+def raw_frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def answer(header: RequestHeader) -> bytes:
+    """An error-free response to whatever ``header`` asked."""
+    body = error_response_body(header.api_key, header.api_version, ErrorCode.NONE)
+    return encode_response(header.api_key, header.api_version, header.correlation_id, body)
+
+
+def reject(header: RequestHeader) -> bytes:
+    """What the broker answers for an API its control-plane listener does not serve."""
+    body = error_response_body(header.api_key, header.api_version, ErrorCode.INVALID_REQUEST)
+    return encode_response(header.api_key, header.api_version, header.correlation_id, body)
+
+
+class Recorder:
+    """A handler that answers NONE, optionally after waiting for ``gate``; it records what it saw.
+
+    ``fail_on`` names a correlation id whose handling raises, as a handler bug would.
+    """
+
+    def __init__(self, gate: threading.Event | None = None, fail_on: int | None = None) -> None:
+        self.gate = gate
+        self.fail_on = fail_on
+        self._lock = threading.Lock()
+        self.seen: list[tuple[str, int]] = []
+        self.threads: list[str] = []
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self.seen)
+
+    def correlation_ids(self) -> list[int]:
+        with self._lock:
+            return [cid for _, cid in self.seen]
+
+    def __call__(self, request: Request) -> Result:
+        with self._lock:
+            self.seen.append((request.peer, request.header.correlation_id))
+            self.threads.append(threading.current_thread().name)
+        if self.gate is not None:
+            self.gate.wait(TIMEOUT)  # bounded, so a failing test cannot hang the run
+        if request.header.correlation_id == self.fail_on:
+            raise RuntimeError("handler bug")
+        return answer(request.header)
+
+
+class Client:
+    """A bare loopback connection speaking whole frames."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def connect(cls, port: int) -> Client:
+        return cls(*await asyncio.open_connection("127.0.0.1", port))
+
+    async def send(self, *frames: bytes) -> None:
+        self.writer.write(b"".join(frames))
+        await self.writer.drain()
+
+    async def read_frame(self) -> bytes:
+        async with asyncio.timeout(TIMEOUT):
+            prefix = await self.reader.readexactly(4)
+            return prefix + await self.reader.readexactly(struct.unpack(">i", prefix)[0])
+
+    async def read_answer(self, api_key: int = 6, version: int = 7) -> tuple[int, dict[str, Any]]:
+        return decode_response(api_key, version, await self.read_frame())
+
+    async def call(self, correlation_id: int) -> dict[str, Any]:
+        """One UpdateMetadata v7 round trip."""
+        await self.send(request_frame(correlation_id))
+        got, body = await self.read_answer()
+        assert got == correlation_id
+        return body
+
+    async def closed_by_server(self) -> bool:
+        try:
+            async with asyncio.timeout(TIMEOUT):
+                return await self.reader.read() == b""
+        except ConnectionResetError:
+            return True
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    """Poll ``condition`` on the loop until it holds; fail naming ``what`` at the deadline."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not condition():
+                await asyncio.sleep(0.002)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting until {what}") from None
+
+
+def channel(
+    handle: Handle, *, capacity: int = 10, threads: int = 1, prefix: str = "data-plane"
+) -> RequestChannel:
+    return RequestChannel(
+        f"test-{prefix}", capacity=capacity, threads=threads, thread_prefix=prefix, handle=handle
+    )
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    plane: RequestChannel,
+    *,
+    unsupported: Callable[[UnsupportedVersionError], bytes],
+    accepts: Collection[int] | None = None,
+    max_frame_size: int = MAX_FRAME,
+    release: Iterable[threading.Event] = (),
+) -> AsyncIterator[Listener]:
+    """Start ``plane`` and a listener on it; on exit open ``release`` gates so the threads can end."""
+    plane.start()
+    listener = Listener(
+        "TEST",
+        plane,
+        accepts=accepts,
+        reject=reject,
+        unsupported=unsupported,
+        max_frame_size=max_frame_size,
+    )
+    await listener.start("127.0.0.1", 0)
+    try:
+        yield listener
+    finally:
+        for gate in release:
+            gate.set()
+        await listener.close()
+        await plane.stop()
+
+
+def make_apis(log_dir: Path) -> KafkaApis:
+    """A broker's request handling with nothing hosted yet (broker 1, epoch 50)."""
+    events = EventLog(None, "broker-1")
+    return KafkaApis(BrokerIdentity(1, epoch=50), ReplicaManager(1, log_dir, events), MetadataCache(), events)
+
+
+@pytest.fixture
+def apis(tmp_path: Path) -> KafkaApis:
+    return make_apis(tmp_path)
+
+
+Serve = Callable[..., AbstractAsyncContextManager[Listener]]
+
+
+@pytest.fixture
+def serve(apis: KafkaApis) -> Serve:
+    """``serving`` answering unsupported versions as the broker does."""
+    return functools.partial(serving, unsupported=apis.unsupported_version_response)
+
+
+async def pipelined(client: Client, correlation_ids: list[int]) -> list[int]:
+    """Send every request at once and return the correlation ids of the answers, in arrival order."""
+    await client.send(*(request_frame(cid) for cid in correlation_ids))
+    return [(await client.read_answer())[0] for _ in correlation_ids]
+
+
+# ---------------------------------------------------------------- back-pressure
+
+
+async def test_full_queue_holds_back_connections_without_dropping_and_answers_in_order(serve: Serve) -> None:
+    gate = threading.Event()
+    handler = Recorder(gate)
+    plane = channel(handler, capacity=2, threads=1)
+    sizes: list[int] = []
+    async with serve(plane, release=[gate]) as listener:
+
+        async def sample() -> None:
+            while True:
+                sizes.append(plane.size)
+                await asyncio.sleep(0)
+
+        sampler = asyncio.create_task(sample())
+        clients = [await Client.connect(listener.port) for _ in range(4)]
+        ids = {i: [100 * i + n for n in range(3)] for i in range(len(clients))}
+        answers = [asyncio.create_task(pipelined(c, ids[i])) for i, c in enumerate(clients)]
+        await wait_until(lambda: handler.count == 1 and plane.size == 2, "one request handled, two queued")
+        assert handler.count == 1, "the only handler thread is blocked, so nothing else was taken"
+        gate.set()
+        async with asyncio.timeout(TIMEOUT):
+            got = await asyncio.gather(*answers)
+        sampler.cancel()
+        for client in clients:
+            client.close()
+    assert got == [ids[i] for i in range(len(clients))]
+    assert sorted(handler.correlation_ids()) == sorted(cid for cids in ids.values() for cid in cids)
+    by_peer: dict[str, list[int]] = {}
+    for peer, cid in handler.seen:
+        by_peer.setdefault(peer, []).append(cid)
+    assert sorted(by_peer.values()) == sorted(ids.values()), "each connection's requests handled in order"
+    assert max(sizes) <= 2
+
+
+async def test_one_connection_has_at_most_one_request_in_the_plane(serve: Serve) -> None:
+    """Kafka mutes a connection while its request is in flight: a pipelining client cannot fill the queue."""
+    gate = threading.Event()
+    handler = Recorder(gate)
+    plane = channel(handler, capacity=10, threads=4)
+    async with serve(plane, release=[gate]) as listener:
+        client = await Client.connect(listener.port)
+        answers = asyncio.create_task(pipelined(client, [1, 2, 3, 4, 5]))
+        await wait_until(lambda: handler.count == 1, "the first request reached a handler")
+        other = await Client.connect(listener.port)
+        other_answer = asyncio.create_task(pipelined(other, [9]))
+        await wait_until(lambda: handler.count == 2, "another connection is still served")
+        assert handler.correlation_ids() == [1, 9]
+        assert plane.size == 0
+        gate.set()
+        async with asyncio.timeout(TIMEOUT):
+            assert await answers == [1, 2, 3, 4, 5]
+            assert await other_answer == [9]
+        client.close()
+        other.close()
+
+
+# ---------------------------------------------------------------- KIP-291
+
+
+async def test_control_plane_is_served_while_the_data_plane_is_full(serve: Serve, apis: KafkaApis) -> None:
+    gate = threading.Event()
+    data_handler = Recorder(gate)
+    data = channel(data_handler, capacity=1, threads=1)
+    control = channel(apis.handle, capacity=20, threads=1, prefix="control-plane")
+    async with (
+        serve(data, release=[gate]) as data_listener,
+        serve(control, accepts=CONTROL_APIS) as control_listener,
+    ):
+        stuck = [await Client.connect(data_listener.port) for _ in range(3)]
+        pending = [asyncio.create_task(pipelined(c, [i])) for i, c in enumerate(stuck)]
+        await wait_until(lambda: data_handler.count == 1 and data.size == 1, "data plane busy and full")
+
+        controller = await Client.connect(control_listener.port)
+        assert await controller.call(77) == {"error_code": ErrorCode.NONE}
+        assert apis.metadata_cache.snapshot.controller_id == 100
+
+        assert data_handler.count == 1 and data.size == 1 and not any(p.done() for p in pending)
+        gate.set()
+        async with asyncio.timeout(TIMEOUT):
+            assert await asyncio.gather(*pending) == [[0], [1], [2]]
+        for client in [*stuck, controller]:
+            client.close()
+
+
+# ---------------------------------------------------------------- bad peers
+
+
+@pytest.mark.parametrize("announced", [MAX_FRAME + 1, 2**31 - 1, -1])
+async def test_oversized_size_prefix_closes_only_that_connection(
+    serve: Serve, announced: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    handler = Recorder()
+    async with serve(channel(handler)) as listener:
+        bystander = await Client.connect(listener.port)
+        assert await bystander.call(1) == {"error_code": ErrorCode.NONE}
+        offender = await Client.connect(listener.port)
+        with caplog.at_level(logging.WARNING, logger="broker.network"):
+            await offender.send(struct.pack(">i", announced))
+            assert await offender.closed_by_server()
+        assert "socket.request.max.bytes" in caplog.text
+        assert await bystander.call(2) == {"error_code": ErrorCode.NONE}
+        assert handler.correlation_ids() == [1, 2]
+        bystander.close()
+        offender.close()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(struct.pack(">hhih", 999, 0, 1, -1), id="unknown-api-key"),
+        pytest.param(b"\x00\x06", id="truncated-header"),
+    ],
+)
+async def test_malformed_header_closes_the_connection_without_reaching_a_handler(
+    serve: Serve, payload: bytes
+) -> None:
+    handler = Recorder()
+    async with serve(channel(handler)) as listener:
+        offender = await Client.connect(listener.port)
+        await offender.send(raw_frame(payload))
+        assert await offender.closed_by_server()
+        other = await Client.connect(listener.port)
+        assert await other.call(5) == {"error_code": ErrorCode.NONE}
+        assert handler.correlation_ids() == [5]
+        offender.close()
+        other.close()
+
+
+async def test_unsupported_version_is_answered_and_the_connection_stays_usable(serve: Serve) -> None:
+    handler = Recorder()
+    async with serve(channel(handler)) as listener:
+        client = await Client.connect(listener.port)
+        # LeaderAndIsr v0 with a v1 header (null client id): a known API at a version not implemented.
+        await client.send(raw_frame(struct.pack(">hhih", ApiKey.LEADER_AND_ISR, 0, 41, -1) + b"\x00" * 8))
+        oldest = min(SUPPORTED_VERSIONS[ApiKey.LEADER_AND_ISR])
+        correlation_id, body = await client.read_answer(ApiKey.LEADER_AND_ISR, oldest)
+        assert (correlation_id, body["error_code"]) == (41, ErrorCode.UNSUPPORTED_VERSION)
+        assert handler.count == 0
+        assert await client.call(42) == {"error_code": ErrorCode.NONE}
+        assert handler.correlation_ids() == [42]
+        client.close()
+
+
+def api_versions_v3_frame(correlation_id: int) -> bytes:
+    """ApiVersions v3 as current clients send it first: request header v2 and a flexible body."""
+    client_id = b"rdkafka"
+    header = (
+        struct.pack(">hhih", ApiKey.API_VERSIONS, 3, correlation_id, len(client_id)) + client_id + b"\x00"
+    )
+    name, version = b"librdkafka", b"2.3.0"
+    body = bytes([len(name) + 1]) + name + bytes([len(version) + 1]) + version + b"\x00"
+    return raw_frame(header + body)
+
+
+@pytest.mark.skipif(
+    ApiKey.API_VERSIONS not in SUPPORTED_VERSIONS, reason="ApiVersions is not implemented by the codec yet"
+)
+async def test_api_versions_newer_than_implemented_is_answered_with_what_is_served(
+    serve: Serve, apis: KafkaApis
+) -> None:
+    """Kafka answers an ApiVersions version it lacks in v0 with the versions it has, so the client retries."""
+    if 3 in SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]:
+        pytest.skip("ApiVersions v3 is implemented")
+    handler = Recorder()
+    apis.register(ApiKey.API_VERSIONS, lambda request, body: {})
+    async with serve(channel(handler)) as listener:
+        client = await Client.connect(listener.port)
+        await client.send(api_versions_v3_frame(7))
+        correlation_id, body = await client.read_answer(ApiKey.API_VERSIONS, 0)
+        assert (correlation_id, body["error_code"]) == (7, ErrorCode.UNSUPPORTED_VERSION)
+        listed = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+        served = {int(k): (min(SUPPORTED_VERSIONS[k]), max(SUPPORTED_VERSIONS[k])) for k in apis.api_keys}
+        assert listed == served
+        assert ApiKey.API_VERSIONS in listed
+        assert handler.count == 0
+        assert await client.call(8) == {"error_code": ErrorCode.NONE}
+        client.close()
+
+
+async def test_control_only_listener_rejects_other_apis_without_calling_the_handler(serve: Serve) -> None:
+    handler = Recorder()
+    async with serve(channel(handler, prefix="control-plane"), accepts=CONTROL_APIS) as listener:
+        client = await Client.connect(listener.port)
+        shutdown = {"broker_id": 1, "broker_epoch": 5}
+        await client.send(encode_request(ApiKey.CONTROLLED_SHUTDOWN, 2, 3, "test", shutdown))
+        correlation_id, body = await client.read_answer(ApiKey.CONTROLLED_SHUTDOWN, 2)
+        assert (correlation_id, body) == (
+            3,
+            {"error_code": ErrorCode.INVALID_REQUEST, "remaining_partitions": []},
+        )
+        assert handler.count == 0
+        assert await client.call(4) == {"error_code": ErrorCode.NONE}
+        assert handler.correlation_ids() == [4]
+        client.close()
+
+
+async def test_handler_exception_closes_only_that_connection(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    handler = Recorder(fail_on=13)
+    async with serve(channel(handler, threads=1)) as listener:
+        bystander = await Client.connect(listener.port)
+        offender = await Client.connect(listener.port)
+        with caplog.at_level(logging.ERROR, logger="broker.network"):
+            await offender.send(request_frame(13))
+            assert await offender.closed_by_server()
+        assert "handler bug" in caplog.text
+        # The single handler thread survived the exception and serves the next request.
+        assert await bystander.call(14) == {"error_code": ErrorCode.NONE}
+        assert handler.correlation_ids() == [13, 14]
+        bystander.close()
+        offender.close()
+
+
+# ---------------------------------------------------------------- idle share and thread names
+
+
+async def elapse(seconds: float) -> None:
+    """Let wall time pass: an idle share is a ratio over an interval, so the interval must not be empty."""
+    await asyncio.sleep(seconds)
+
+
+async def test_idle_channel_reports_an_idle_fraction_near_one(serve: Serve) -> None:
+    plane = channel(Recorder(), threads=2)
+    async with serve(plane):
+        plane.idle_fraction()
+        await elapse(0.05)
+        assert plane.idle_fraction() > 0.9
+
+
+async def test_idle_fraction_drops_while_the_only_handler_is_busy(serve: Serve) -> None:
+    gate = threading.Event()
+    handler = Recorder(gate)
+    plane = channel(handler, threads=1)
+    async with serve(plane, release=[gate]) as listener:
+        client = await Client.connect(listener.port)
+        answer_task = asyncio.create_task(pipelined(client, [1]))
+        await wait_until(lambda: handler.count == 1, "the handler is busy")
+        plane.idle_fraction()
+        await elapse(0.05)
+        assert plane.idle_fraction() < 0.5
+        gate.set()
+        async with asyncio.timeout(TIMEOUT):
+            await answer_task
+        client.close()
+
+
+def handler_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if "-kafka-request-handler-" in t.name)
+
+
+async def test_handler_threads_are_named_as_in_kafka(serve: Serve) -> None:
+    before = handler_threads()
+    control_handler, data_handler = Recorder(), Recorder()
+    control = channel(control_handler, threads=1, prefix="control-plane")
+    data = channel(data_handler, threads=3, prefix="data-plane")
+    async with serve(control) as control_listener, serve(data) as data_listener:
+        started = [t for t in handler_threads() if t not in before]
+        assert sorted(started) == [
+            "control-plane-kafka-request-handler-0",
+            "data-plane-kafka-request-handler-0",
+            "data-plane-kafka-request-handler-1",
+            "data-plane-kafka-request-handler-2",
+        ]
+        for port in (control_listener.port, data_listener.port):
+            client = await Client.connect(port)
+            await client.call(1)
+            client.close()
+    assert control_handler.threads == ["control-plane-kafka-request-handler-0"]
+    assert data_handler.threads[0].startswith("data-plane-kafka-request-handler-")
+    assert handler_threads() == before, "stop() ends the handler threads"
