@@ -1,0 +1,95 @@
+"""Registration per KIP-380: the czxid is the epoch, and a new session means a new epoch."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from broker.config import load
+from broker.server import BrokerServer
+from daemon.connection import KafkaConnection
+from protocol import ApiKey, ErrorCode
+from tests.zkstore.helpers import expire_session, session, wait_until
+from zkstore import znodes
+
+pytestmark = pytest.mark.zookeeper
+
+
+@pytest.fixture
+async def broker(zk_connect: str, tmp_path: Path) -> AsyncIterator[BrokerServer]:
+    config = load(
+        None,
+        {
+            "KAFKA_BROKER_ID": "7",
+            "KAFKA_ZOOKEEPER_CONNECT": zk_connect,
+            "KAFKA_LISTENERS": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "KAFKA_CONTROL_PLANE_LISTENER_NAME": "CONTROLLER",
+            "KAFKA_LOG_DIRS": str(tmp_path / "logs"),
+            "KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": "6000",
+            "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "false",
+        },
+    )
+    server = BrokerServer(config)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def update_metadata(broker_epoch: int) -> dict[str, object]:
+    """UpdateMetadata v5 (per-broker epoch) naming only broker 7, from controller 1 epoch 1."""
+    return {
+        "controller_id": 1,
+        "controller_epoch": 1,
+        "broker_epoch": broker_epoch,
+        "topic_states": [],
+        "live_brokers": [{"id": 7, "endpoints": [], "rack": None}],
+    }
+
+
+async def send(server: BrokerServer, body: dict[str, object]) -> dict[str, object]:
+    endpoint = next(e for e in server.advertised if e.listener_name == "CONTROLLER")
+    connection = await KafkaConnection.open(endpoint.host, endpoint.port, client_id="test", connect_timeout=5)
+    try:
+        _, response = await connection.send(ApiKey.UPDATE_METADATA, 5, body, timeout=10)
+        return response
+    finally:
+        await connection.close()
+
+
+async def test_registration_publishes_every_listener_and_the_epoch_is_the_czxid(
+    broker: BrokerServer, zk_connect: str
+) -> None:
+    zk = await session(zk_connect)
+    try:
+        data, stat = await zk.get(znodes.broker_path(7))
+    finally:
+        await zk.close()
+    registration = znodes.decode_broker_registration(data, znodes.broker_path(7))
+    assert registration is not None
+    assert {e.listener_name for e in registration.endpoints} == {"PLAINTEXT", "CONTROLLER"}
+    assert registration.endpoints == broker.advertised
+    assert registration.listener_security_protocol_map == {
+        "PLAINTEXT": "PLAINTEXT",
+        "CONTROLLER": "PLAINTEXT",
+    }
+    assert broker.identity.epoch == stat.czxid
+
+
+async def test_after_a_session_expiry_the_broker_registers_again_and_fences_the_old_epoch(
+    broker: BrokerServer,
+) -> None:
+    old_epoch = broker.identity.epoch
+    assert (await send(broker, update_metadata(old_epoch)))["error_code"] == ErrorCode.NONE
+    await expire_session(broker.zk)
+    await wait_until(lambda: broker.identity.epoch != old_epoch, timeout=30, what="a new registration")
+    new_epoch = broker.identity.epoch
+    assert new_epoch > old_epoch
+    assert any(e["kind"] == "registered" and e["broker_epoch"] == new_epoch for e in broker.events.recent)
+    assert (await send(broker, update_metadata(old_epoch)))["error_code"] == ErrorCode.STALE_BROKER_EPOCH
+    assert (await send(broker, update_metadata(new_epoch)))["error_code"] == ErrorCode.NONE
+    assert (await send(broker, update_metadata(-1)))["error_code"] == ErrorCode.NONE
