@@ -9,6 +9,7 @@ ZooKeeper watches, connection-state changes, RPC arrivals, broker responses and 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -324,6 +325,7 @@ class Controller:
         self._timers.clear()
         await self.channel.shutdown()
         self.context.reset()
+        gc.unfreeze()  # what the last incarnation froze can be collected now
         self.event_log.emit(
             "controller_resigned", controller_id=self.id, controller_epoch=epoch, reason=reason
         )
@@ -353,10 +355,13 @@ class Controller:
                     for r in ctx.replicas(tp)
                 ):
                     ctx.topics_ineligible_for_deletion.add(topic)
+        # The loaded context lives as long as we lead: keep the collector from re-scanning it.
+        gc.freeze()
         # Brokers learn the live brokers before any LeaderAndIsr.
         batch = self._batch()
         batch.add_update_metadata(ctx.live_or_shutting_down_ids)
         self._send(batch)
+        await asyncio.sleep(0)  # let the channel start writing while the next batch is built
         self.machines.initialize()
         online: list[Replica] = []
         offline: list[Replica] = []
@@ -365,6 +370,7 @@ class Controller:
         batch = self._batch()
         await self.machines.replicas_to(batch, online, ReplicaState.ONLINE)
         self._send(batch)
+        await asyncio.sleep(0)
         batch = self._batch()
         await self.machines.replicas_to(batch, offline, ReplicaState.OFFLINE)
         self._send(batch)

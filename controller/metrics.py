@@ -8,6 +8,8 @@ sees it (``kafka_controller_kafkacontroller_brokerepoch{broker_id}``), the numbe
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from controller.controller import Controller
 
 DOMAIN = "kafka.controller"
+UPDATE_INTERVAL_S = 0.5
+"""How stale the partition-walking gauges may get while events keep coming."""
 
 
 class _BrokerEpochs(Collector):
@@ -47,6 +51,8 @@ class ControllerMetrics:
         self.snapshot: dict[str, float] = {}
         self.broker_epochs: dict[int, int] = {}
         self._unclean_seen = 0
+        self._last_update = float("-inf")
+        self._pending: asyncio.TimerHandle | None = None
         gauges = {
             "ActiveControllerCount": "1 on the active controller, 0 elsewhere",
             "OfflinePartitionsCount": "Partitions without a live leader",
@@ -95,7 +101,28 @@ class ControllerMetrics:
 
     def bind(self, controller: Controller) -> None:
         self.controller = controller
-        controller.on_metrics_update = self.update
+        controller.on_metrics_update = self.update_soon
+        self.update()
+
+    def update_soon(self) -> None:
+        """After an event: recompute now if the last walk is old enough, else once the interval ends.
+
+        The partition walks cost tens of milliseconds at 100k partitions; bursts of events (many
+        AlterPartition requests) must not pay that each time.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # outside the event loop (tests): nothing to defer to
+            self.update()
+            return
+        wait = self._last_update + UPDATE_INTERVAL_S - loop.time()
+        if wait <= 0:
+            self.update()
+        elif self._pending is None:
+            self._pending = loop.call_later(wait, self._deferred_update)
+
+    def _deferred_update(self) -> None:
+        self._pending = None
         self.update()
 
     # -- EventTimings
@@ -114,6 +141,8 @@ class ControllerMetrics:
         controller = self.controller
         if controller is None:
             return
+        with contextlib.suppress(RuntimeError):  # no loop: called from a test or at start-up
+            self._last_update = asyncio.get_running_loop().time()
         ctx = controller.context
         active = controller.is_active
         if controller.unclean_elections > self._unclean_seen:

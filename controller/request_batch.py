@@ -83,21 +83,23 @@ class RequestBatch:
         """LeaderAndIsr with ``tp``'s current leadership to ``broker_ids``; UpdateMetadata for it to all."""
         info = self.context.leadership[tp]
         state = info.leader_and_isr
+        # One entry shared by every recipient (entries are never modified once added).
+        entry = {
+            "partition_index": tp.partition,
+            "controller_epoch": info.controller_epoch,
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "partition_epoch": state.partition_epoch,
+            "replicas": list(self.context.replicas(tp)),
+            "is_new": is_new,
+        }
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
             per_broker = self.leader_and_isr.setdefault(broker_id, {})
             previous = per_broker.get(tp)
-            per_broker[tp] = {
-                "partition_index": tp.partition,
-                "controller_epoch": info.controller_epoch,
-                "leader": state.leader,
-                "leader_epoch": state.leader_epoch,
-                "isr": list(state.isr),
-                "partition_epoch": state.partition_epoch,
-                "replicas": list(self.context.replicas(tp)),
-                "is_new": is_new or bool(previous and previous["is_new"]),
-            }
+            per_broker[tp] = {**entry, "is_new": True} if previous and previous["is_new"] else entry
         self.update_metadata_everyone = True  # cheaper than adding every broker id per partition
         self.update_metadata_partitions.add(tp)
 

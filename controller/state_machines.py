@@ -267,6 +267,8 @@ class StateMachines:
         if target is ReplicaState.OFFLINE:
             await self._replicas_offline(batch, legal)
             return
+        announce: dict[TopicPartition, list[int]] = {}
+        """Online replicas to send LeaderAndIsr, grouped so each partition's state is built once."""
         for tp, broker in legal:
             current = ctx.replica_states.get((tp, broker), ReplicaState.NON_EXISTENT)
             if target is ReplicaState.NEW:
@@ -282,7 +284,7 @@ class StateMachines:
                     if broker not in replicas_now:
                         ctx.assignments.setdefault(tp.topic, {})[tp.partition] = (*replicas_now, broker)
                 elif tp in ctx.leadership:
-                    batch.add_leader_and_isr([broker], tp)
+                    announce.setdefault(tp, []).append(broker)
             elif target is ReplicaState.DELETION_STARTED:
                 batch.add_stop_replica([broker], tp, delete=True)
             elif target is ReplicaState.NON_EXISTENT:
@@ -294,6 +296,8 @@ class StateMachines:
                 ctx.replica_states.pop((tp, broker), None)
                 continue
             ctx.replica_states[tp, broker] = target
+        for tp, brokers in announce.items():
+            batch.add_leader_and_isr(brokers, tp)
 
     async def _replicas_offline(self, batch: RequestBatch, replicas: Sequence[Replica]) -> None:
         """StopReplica(delete=false), then each broker leaves those ISRs (one batched write per broker)."""
