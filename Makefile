@@ -41,6 +41,9 @@ lint: install
 bench: install
 	$(PY) -m bench.codec
 	$(PY) -m bench.zk_read
+	$(PY) -m bench.fanout
+	$(PY) -m bench.failover
+	$(PY) -m bench.controlled_shutdown
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .hypothesis bench/results

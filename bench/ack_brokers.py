@@ -1,0 +1,430 @@
+"""Brokers that acknowledge every control request as fast as possible, to time the controller alone.
+
+``bench.broker_sim`` decodes and validates each request like a real broker; at 200 brokers and 200k
+partitions that decoding would be the bottleneck the benchmark measures. An ack broker reads every
+byte of a request but decodes only its header, then answers with a precomputed NONE body
+(``error_response_body``) framed for the request's correlation id. It counts requests and bytes per
+API and records when it answered the latest request of each API, in ``time.monotonic()`` seconds:
+the default asyncio loop's clock, shared by every process of the machine.
+
+Each broker has one listener, advertised as both ``CONTROLLER`` and ``PLAINTEXT``, and is registered
+in ZooKeeper (KIP-380 epochs) over one session per process unless ``--no-register`` is given.
+
+    .venv/bin/python -m bench.ack_brokers --zookeeper CONNECT --brokers N [--first-id 1]
+        [--processes P] [--no-register] [--host 127.0.0.1]
+
+prints ``{"brokers": {id: {"epoch", "port", "control_port"}}}`` once every broker listens (and is
+registered), runs until SIGTERM or SIGINT, then prints ``{"stats": {id: {...}}}`` and exits 0. With
+``--processes P`` the brokers are spread over P child processes and the lines are merged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from protocol import ApiKey, ProtocolError, decode_request_header, encode_response, error_response_body
+from protocol.framing import DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX, frame_size
+from zkstore.aio import AsyncZooKeeper
+from zkstore.registration import register_broker
+from zkstore.znodes import BrokerRegistration, Endpoint
+
+__all__ = ["AckBrokers", "BrokerInfo", "die_with_parent", "merge_stats"]
+
+log = logging.getLogger("bench.ack_brokers")
+
+LISTENERS = ("CONTROLLER", "PLAINTEXT")
+HEADER_PEEK = 512
+"""Payload bytes read before decoding the header: more than any header (its client id included)."""
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(slots=True)
+class Stats:
+    """Per API key: requests answered, their bytes (size prefix included), and when the last was."""
+
+    requests: Counter[int] = field(default_factory=Counter)
+    bytes: Counter[int] = field(default_factory=Counter)
+    last_response_at: dict[int, float] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        def named(values: dict[int, Any]) -> dict[str, Any]:
+            return {_api_name(key): value for key, value in sorted(values.items())}
+
+        return {
+            "requests": named(self.requests),
+            "bytes": named(self.bytes),
+            "last_response_at": named(self.last_response_at),
+        }
+
+
+def _api_name(key: int) -> str:
+    try:
+        return ApiKey(key).name
+    except ValueError:
+        return str(key)
+
+
+_RESPONSE_BODIES: dict[tuple[int, int], dict[str, Any]] = {}
+
+
+def _response(api_key: int, api_version: int, correlation_id: int) -> bytes:
+    body = _RESPONSE_BODIES.get((api_key, api_version))
+    if body is None:
+        body = _RESPONSE_BODIES[api_key, api_version] = error_response_body(api_key, api_version, 0)
+    return encode_response(api_key, api_version, correlation_id, body)
+
+
+class _AckProtocol(asyncio.Protocol):
+    """One connection: collect a frame's prefix and header, skip the rest of its bytes, answer.
+
+    A protocol rather than a StreamReader: the body is consumed chunk by chunk as it arrives, never
+    buffered or copied, so 200 brokers receiving a 10 MB request each cost no memory.
+    """
+
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+        self.transport: Any = None
+        self._head = bytearray()
+        self._need = SIZE_PREFIX.size
+        self._size = -1
+        self._skip = 0
+        self._key = self._version = self._correlation_id = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # uvloop's transports are no asyncio.Transport subclasses
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        pos, end = 0, len(data)
+        try:
+            while pos < end:
+                if self._skip:
+                    taken = min(self._skip, end - pos)
+                    self._skip -= taken
+                    pos += taken
+                    if not self._skip:
+                        self._answer()
+                    continue
+                taken = min(self._need - len(self._head), end - pos)
+                self._head += data[pos : pos + taken]
+                pos += taken
+                if len(self._head) == self._need:
+                    self._head_complete()
+        except ProtocolError as exc:
+            log.warning("closing a connection: %s", exc)
+            self.transport.close()
+
+    def _head_complete(self) -> None:
+        if self._size < 0:
+            self._size = frame_size(self._head, DEFAULT_MAX_FRAME_SIZE)
+            self._need = SIZE_PREFIX.size + min(self._size, HEADER_PEEK)
+            if self._need > len(self._head):
+                return
+        peeked = len(self._head) - SIZE_PREFIX.size
+        # A frame of only the bytes read so far: the header decoder checks the prefix against them.
+        SIZE_PREFIX.pack_into(self._head, 0, peeked)
+        header, _ = decode_request_header(self._head)
+        self._key, self._version, self._correlation_id = (
+            header.api_key,
+            header.api_version,
+            header.correlation_id,
+        )
+        self._skip = self._size - peeked
+        if not self._skip:
+            self._answer()
+
+    def _answer(self) -> None:
+        key, stats = self._key, self.stats
+        self.transport.write(_response(key, self._version, self._correlation_id))
+        stats.requests[key] += 1
+        stats.bytes[key] += SIZE_PREFIX.size + self._size
+        stats.last_response_at[key] = time.monotonic()
+        self._head = bytearray()
+        self._need, self._size = SIZE_PREFIX.size, -1
+
+
+class AckBroker:
+    """One broker id: a listener, and optionally its registration (the epoch is its znode's czxid)."""
+
+    def __init__(self, broker_id: int, host: str) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.stats = Stats()
+        self.epoch = -1
+        self.port = 0
+        self._server: asyncio.Server | None = None
+
+    async def listen(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _AckProtocol(self.stats), self.host, 0, backlog=512)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def registration(self) -> BrokerRegistration:
+        return BrokerRegistration(
+            broker_id=self.broker_id,
+            endpoints=tuple(Endpoint(name, self.host, self.port) for name in LISTENERS),
+            listener_security_protocol_map=dict.fromkeys(LISTENERS, "PLAINTEXT"),
+            timestamp=int(time.time() * 1000),
+        )
+
+    async def register(self, zk: AsyncZooKeeper) -> None:
+        self.epoch = await register_broker(zk, self.broker_id, self.registration().encode())
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+
+    def describe(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "port": self.port, "control_port": self.port}
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    brokers = [AckBroker(i, args.host) for i in range(args.first_id, args.first_id + args.brokers)]
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    await asyncio.gather(*(b.listen() for b in brokers))
+    zk = None
+    if not args.no_register:
+        zk = AsyncZooKeeper(args.zookeeper, session_timeout_ms=args.session_timeout_ms)
+        await zk.start()
+        await asyncio.gather(*(b.register(zk) for b in brokers))
+    try:
+        print(json.dumps({"brokers": {b.broker_id: b.describe() for b in brokers}}), flush=True)
+        await stopping.wait()
+    finally:
+        await asyncio.gather(*(b.close() for b in brokers))
+        if zk is not None:
+            await zk.close()
+    print(json.dumps({"stats": {b.broker_id: b.stats.as_json() for b in brokers}}), flush=True)
+
+
+# -- several processes
+
+
+def die_with_parent() -> None:
+    """In a child before exec: get SIGTERM when the parent dies, so no broker outlives a crashed bench."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _split(brokers: int, first_id: int, processes: int) -> list[tuple[int, int]]:
+    """(first id, count) per process, as even as possible."""
+    base, extra = divmod(brokers, processes)
+    parts, next_id = [], first_id
+    for i in range(processes):
+        count = base + (1 if i < extra else 0)
+        if count:
+            parts.append((next_id, count))
+            next_id += count
+    return parts
+
+
+def _child_command(args: argparse.Namespace, first_id: int, count: int) -> list[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "bench.ack_brokers",
+        "--brokers",
+        str(count),
+        "--first-id",
+        str(first_id),
+    ]
+    command += ["--host", args.host, "--log-level", args.log_level]
+    command += ["--session-timeout-ms", str(args.session_timeout_ms)]
+    if args.zookeeper:
+        command += ["--zookeeper", args.zookeeper]
+    if args.no_register:
+        command.append("--no-register")
+    return command
+
+
+def _read_json_line(stream: TextIO, key: str) -> dict[str, Any]:
+    for line in stream:
+        line = line.strip()
+        if line.startswith("{") and key in line:
+            return json.loads(line)[key]
+    raise RuntimeError(f"an ack-broker process ended without its {key!r} line")
+
+
+def _supervise(args: argparse.Namespace) -> int:
+    """Run one child per share of the brokers; merge their ready lines, then their stats lines."""
+    stop = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    children = [
+        subprocess.Popen(
+            _child_command(args, first, count), stdout=subprocess.PIPE, text=True, preexec_fn=die_with_parent
+        )
+        for first, count in _split(args.brokers, args.first_id, args.processes)
+    ]
+    try:
+        ready: dict[str, Any] = {}
+        for child in children:
+            assert child.stdout is not None
+            ready.update(_read_json_line(child.stdout, "brokers"))
+        print(json.dumps({"brokers": ready}), flush=True)
+        while not stop and all(child.poll() is None for child in children):
+            time.sleep(0.2)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+    stats: dict[str, Any] = {}
+    for child in children:
+        assert child.stdout is not None
+        with contextlib.suppress(RuntimeError):
+            stats.update(_read_json_line(child.stdout, "stats"))
+        child.wait()
+    print(json.dumps({"stats": stats}), flush=True)
+    return 0 if all(child.returncode == 0 for child in children) else 1
+
+
+# -- for benchmarks
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    epoch: int
+    port: int
+
+
+def merge_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """Totals over brokers per API: requests, bytes, and the latest ``last_response_at``."""
+    requests: Counter[str] = Counter()
+    sizes: Counter[str] = Counter()
+    last: dict[str, float] = {}
+    for broker in stats.values():
+        requests.update(broker["requests"])
+        sizes.update(broker["bytes"])
+        for api, at in broker["last_response_at"].items():
+            last[api] = max(at, last.get(api, at))
+    return {"requests": dict(requests), "bytes": dict(sizes), "last_response_at": last}
+
+
+class AckBrokers:
+    """The command line as a child process of a benchmark: ``start`` waits for it, ``stop`` reads stats."""
+
+    def __init__(
+        self,
+        brokers: int,
+        *,
+        zookeeper: str | None = None,
+        first_id: int = 1,
+        processes: int = 1,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.command = [sys.executable, "-m", "bench.ack_brokers", "--brokers", str(brokers)]
+        self.command += ["--first-id", str(first_id), "--processes", str(processes), "--host", host]
+        self.command += ["--zookeeper", zookeeper] if zookeeper else ["--no-register"]
+        self.process: subprocess.Popen[str] | None = None
+        self.brokers: dict[int, BrokerInfo] = {}
+
+    def start(self) -> dict[int, BrokerInfo]:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.process = subprocess.Popen(
+            self.command, stdout=subprocess.PIPE, text=True, cwd=root, preexec_fn=die_with_parent
+        )
+        assert self.process.stdout is not None
+        ready = _read_json_line(self.process.stdout, "brokers")
+        self.brokers = {int(b): BrokerInfo(v["epoch"], v["port"]) for b, v in ready.items()}
+        return self.brokers
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def stop(self) -> dict[str, Any]:
+        """SIGTERM, then the per-broker stats it prints (empty if it had died)."""
+        process = self.process
+        if process is None:
+            return {}
+        self.process = None
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        assert process.stdout is not None
+        try:
+            stats = _read_json_line(process.stdout, "stats")
+        except RuntimeError:
+            stats = {}
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        return stats
+
+    def __enter__(self) -> AckBrokers:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- command line
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.ack_brokers", description=__doc__.split("\n")[0])
+    parser.add_argument("--zookeeper", help="ZooKeeper connect string (a chroot allowed)")
+    parser.add_argument("--brokers", type=int, required=True, help="how many brokers")
+    parser.add_argument("--first-id", type=int, default=1, help="the first broker id (default 1)")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="spread the brokers over this many processes"
+    )
+    parser.add_argument("--no-register", action="store_true", help="listen only; no ZooKeeper registration")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on and advertise")
+    parser.add_argument("--session-timeout-ms", type=int, default=30_000)
+    parser.add_argument("--log-level", default="WARNING")
+    args = parser.parse_args(argv)
+    if not args.no_register and not args.zookeeper:
+        parser.error("--zookeeper is required unless --no-register is given")
+    if args.brokers < 1 or args.processes < 1:
+        parser.error("--brokers and --processes must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+    if args.processes > 1:
+        return _supervise(args)
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(_serve(args))
+    else:
+        uvloop.run(_serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,378 @@
+"""Controller failover at scale: from election to the last broker's acknowledgement.
+
+A new controller must load every partition from ZooKeeper and tell every broker about all of them
+(UpdateMetadata with the live brokers, LeaderAndIsr per broker, UpdateMetadata with every partition)
+before the cluster is fully served again. For each (partitions, brokers) case this writes a fresh
+cluster into its own chroot of one ZooKeeper server (``bench.zk_populate``: RF 3, preferred leaders,
+all on live brokers), registers ``bench.ack_brokers`` for it, then starts ``python -m controller``
+``--runs`` times in turn, each a real process taking over from the one before, and reads its event
+log (events.jsonl):
+
+* ``controller_elected`` -> the last ``response_received`` of a LeaderAndIsr or UpdateMetadata that
+  carries the new controller epoch (the headline figure, median of the runs; target <= 7 s at 100k
+  partitions);
+* ``failover_complete``'s ``duration_ms`` (loading and queueing, without waiting for brokers);
+* requests and bytes as the brokers counted them, and the controller's peak RSS (VmHWM);
+* the controller's CPU seconds (start-up included) and the share of the time some task of the machine
+  waited for a CPU (Linux PSI): on a loaded machine wall times grow, CPU seconds much less.
+
+Results go to bench/results/failover.json and a table on stdout.
+
+    .venv/bin/python -m bench.failover [--partitions 10000,50000,100000] [--brokers 3,200] [--runs 3]
+        [--quick] [--heap 2g] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench.ack_brokers import AckBrokers, die_with_parent, merge_stats
+from bench.machine import machine
+from bench.zk_populate import Cluster, ensure_chroot, populate
+from bench.zk_read import jvm_opts
+from zkstore.aio import AsyncZooKeeper
+from zkstore.local_server import ZooKeeperServer
+
+REPO = Path(__file__).resolve().parents[1]
+CONTROL_APIS = ("LeaderAndIsr", "UpdateMetadata")
+TARGET_S = 7.0
+"""Election to last acknowledgement at 100k partitions."""
+TARGET_PARTITIONS = 100_000
+BROKERS_PER_ACK_PROCESS = 100
+QUIET_S = 0.5
+"""Event log silence that, with every request answered, means the controller has nothing queued."""
+
+Event = dict[str, Any]
+
+
+def event_time(event: Event) -> float:
+    """Seconds since the epoch of an event's ``ts`` (UTC ISO-8601 with a ``Z``)."""
+    return datetime.fromisoformat(event["ts"]).timestamp()
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU a process has used so far: unlike wall time, not inflated by other load."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
+
+
+def cpu_stall_us() -> int | None:
+    """Microseconds some runnable task waited for a CPU (PSI), to tell how contended a run was."""
+    try:
+        some = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    return int(some.rsplit("total=", 1)[1])
+
+
+def stall_share(before: int | None, after: int | None, seconds: float) -> float | None:
+    """The share of ``seconds`` during which some task was waiting for a CPU."""
+    if before is None or after is None or seconds <= 0:
+        return None
+    return round((after - before) / 1e6 / seconds, 2)
+
+
+class ControllerRun:
+    """``python -m controller`` in a work directory, observed through its events.jsonl."""
+
+    def __init__(self, workdir: Path, zookeeper: str, controller_id: int = 1000, **settings: Any) -> None:
+        self.dir = workdir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        config = {
+            "controller.id": controller_id,
+            "zookeeper.connect": zookeeper,
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "control.plane.listener.name": "CONTROLLER",
+            "auto.leader.rebalance.enable": "false",
+            "log.dir": self.dir,
+            **settings,
+        }
+        self.config_path = self.dir / "controller.properties"
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        self.events_path = self.dir / "events.jsonl"
+        self.log_path = self.dir / "controller.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.events: list[Event] = []
+        self._offset = 0
+        self.last_event_at = time.monotonic()
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "controller", "--config", str(self.config_path)],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent,
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def poll(self) -> list[Event]:
+        """Read the complete lines appended since the last call."""
+        if self.events_path.exists():
+            with self.events_path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            if complete:
+                self._offset += len(complete)
+                self.events += [json.loads(line) for line in complete.splitlines() if line]
+                self.last_event_at = time.monotonic()
+        return self.events
+
+    async def wait_until(self, done: Callable[[list[Event]], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not done(self.poll()):
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"the controller exited while waiting for {what}:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {what} within {timeout} s; log tail:\n{self.tail()}")
+            await asyncio.sleep(0.05)
+
+    def first(self, kind: str) -> Event | None:
+        return next((e for e in self.events if e["kind"] == kind), None)
+
+    def tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def control_traffic(events: list[Event], epoch: int) -> tuple[list[Event], list[Event]]:
+    """The LeaderAndIsr/UpdateMetadata requests sent and answered under controller ``epoch``."""
+
+    def ours(e: Event) -> bool:
+        return e.get("api") in CONTROL_APIS and e.get("controller_epoch") == epoch
+
+    sent = [e for e in events if e["kind"] == "request_sent" and ours(e)]
+    answered = [e for e in events if e["kind"] == "response_received" and ours(e)]
+    return sent, answered
+
+
+def settled(run: ControllerRun, brokers: int) -> Callable[[list[Event]], bool]:
+    """Failover done, every broker answered at least once, nothing outstanding, and the log quiet."""
+
+    def check(events: list[Event]) -> bool:
+        elected = run.first("controller_elected")
+        if elected is None or run.first("failover_complete") is None:
+            return False
+        sent, answered = control_traffic(events, elected["controller_epoch"])
+        if len({e["broker"] for e in answered}) < brokers or len(sent) != len(answered):
+            return False
+        return time.monotonic() - run.last_event_at >= QUIET_S
+
+    return check
+
+
+def timeline(run: ControllerRun) -> dict[str, Any]:
+    elected = run.first("controller_elected")
+    complete = run.first("failover_complete")
+    started = run.first("controller_started")
+    assert elected is not None and complete is not None and started is not None
+    _, answered = control_traffic(run.events, elected["controller_epoch"])
+    at = event_time(elected)
+    last = max(answered, key=event_time)
+    by_api: dict[str, int] = {}
+    for e in answered:
+        by_api[e["api"]] = by_api.get(e["api"], 0) + 1
+    return {
+        "controller_epoch": elected["controller_epoch"],
+        "start_to_elected_s": round(at - event_time(started), 3),
+        "failover_complete_ms": complete["duration_ms"],
+        "elected_to_failover_complete_s": round(event_time(complete) - at, 3),
+        "elected_to_first_response_s": round(min(event_time(e) for e in answered) - at, 3),
+        "elected_to_last_response_s": round(event_time(last) - at, 3),
+        "last_response": {k: last.get(k) for k in ("api", "broker", "partitions", "latency_ms", "queue_ms")},
+        "responses": by_api,
+        "max_latency_ms": max(e.get("latency_ms", 0) for e in answered),
+        "max_queue_ms": max(e.get("queue_ms", 0) for e in answered),
+    }
+
+
+async def one_failover(
+    run: ControllerRun, brokers: int, timeout: float
+) -> tuple[dict[str, Any], float | None, float | None, float | None]:
+    """Start a controller and wait until brokers acknowledged its failover: timeline, RSS, CPU, stall."""
+    peak = cpu = stalled = None
+    stall_before, wall_before = cpu_stall_us(), time.monotonic()
+    try:
+        run.start()
+        await run.wait_until(settled(run, brokers), timeout, "acknowledged failover")
+        peak, cpu = peak_rss_mib(run.pid), cpu_seconds(run.pid)
+        stalled = stall_share(stall_before, cpu_stall_us(), time.monotonic() - wall_before)
+    finally:
+        run.stop()
+    return timeline(run), peak, cpu, stalled
+
+
+async def run_case(
+    server: ZooKeeperServer, partitions: int, brokers: int, workdir: Path, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One cluster, ``args.runs`` controllers in turn: each takes over from the one before."""
+    connect = f"{server.connect_string}/failover-{partitions}-{brokers}"
+    await ensure_chroot(connect)
+    zk = AsyncZooKeeper(connect)
+    await zk.start()
+    try:
+        populated = await populate(zk, Cluster(partitions, tuple(range(1, brokers + 1))))
+    finally:
+        await zk.close()
+    processes = -(-brokers // BROKERS_PER_ACK_PROCESS)
+    ack = AckBrokers(brokers, zookeeper=connect, processes=processes)
+    runs = []
+    try:
+        ack.start()
+        for i in range(args.runs):
+            run = ControllerRun(workdir / f"controller-{partitions}-{brokers}-{i}", connect)
+            line, peak, cpu, stalled = await one_failover(run, brokers, args.timeout)
+            runs.append(
+                {**line, "controller_peak_rss_mib": peak, "controller_cpu_s": cpu, "cpu_stall_share": stalled}
+            )
+    finally:
+        stats = merge_stats(ack.stop())
+    headline = sorted(runs, key=lambda r: r["elected_to_last_response_s"])[(len(runs) - 1) // 2]
+    result = {
+        "partitions": partitions,
+        "brokers": brokers,
+        "ack_processes": processes,
+        "populate_s": round(populated.seconds, 3),
+        "znodes": populated.znodes,
+        **headline,
+        "all_elected_to_last_response_s": [r["elected_to_last_response_s"] for r in runs],
+        "all_failover_complete_ms": [r["failover_complete_ms"] for r in runs],
+        "all_controller_cpu_s": [r["controller_cpu_s"] for r in runs],
+        "requests_per_failover": {k: v / len(runs) for k, v in stats["requests"].items()},
+        "bytes_per_failover": {k: v / len(runs) for k, v in stats["bytes"].items()},
+        "total_requests": sum(stats["requests"].values()) // len(runs),
+        "total_bytes": sum(stats["bytes"].values()) // len(runs),
+    }
+    if partitions >= TARGET_PARTITIONS:
+        result["target_s"] = TARGET_S
+        result["target_met"] = result["elected_to_last_response_s"] <= TARGET_S
+    return result
+
+
+async def run_all(server: ZooKeeperServer, args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
+    results = []
+    for brokers in args.broker_counts:
+        for partitions in args.partition_counts:
+            print(f"{partitions} partitions over {brokers} brokers: running", flush=True)
+            r = await run_case(server, partitions, brokers, workdir, args)
+            print(
+                f"  elected -> last ack {r['all_elected_to_last_response_s']} s, "
+                f"failover_complete {r['all_failover_complete_ms']} ms, "
+                f"CPU {r['all_controller_cpu_s']} s, peak RSS {r['controller_peak_rss_mib']} MiB",
+                flush=True,
+            )
+            results.append(r)
+    return results
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    columns = ("brokers", "elect->ack s", "complete ms", "CPU s", "CPU stall", "requests", "MB", "peak MiB")
+    print(f"{'partitions':>10}" + "".join(f"{c:>14}" for c in columns))
+    for r in results:
+        cells = (
+            r["brokers"],
+            f"{r['elected_to_last_response_s']:.2f}",
+            f"{r['failover_complete_ms']:.0f}",
+            r["controller_cpu_s"],
+            r["cpu_stall_share"],
+            r["total_requests"],
+            f"{r['total_bytes'] / 1e6:.1f}",
+            r["controller_peak_rss_mib"],
+        )
+        print(f"{r['partitions']:>10}" + "".join(f"{c:>14}" for c in cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--partitions", default="10000,50000,100000", help="comma-separated")
+    parser.add_argument("--brokers", default="3,200", help="comma-separated")
+    parser.add_argument("--runs", type=int, default=3, help="failovers per case; the median is reported")
+    parser.add_argument(
+        "--quick", action="store_true", help="one failover of 10,000 partitions over 3 brokers"
+    )
+    parser.add_argument("--heap", default="2g", help="the ZooKeeper JVM's -Xmx (every case stays in it)")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for one failover")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parent / "results" / "failover.json"
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.partitions, args.brokers, args.runs = "10000", "3", 1
+    args.partition_counts = [int(p) for p in args.partitions.split(",")]
+    args.broker_counts = [int(b) for b in args.brokers.split(",")]
+
+    with tempfile.TemporaryDirectory(prefix="failover-bench-", ignore_cleanup_errors=True) as tmp:
+        workdir = Path(tmp)
+        server = ZooKeeperServer(data_dir=workdir / "zookeeper", jvm_opts=jvm_opts(args.heap))
+        try:
+            server.start()
+            results = asyncio.run(run_all(server, args, workdir))
+        finally:
+            server.stop()
+    print()
+    print_table(results)
+    report = {
+        "benchmark": "failover",
+        "machine": machine(),
+        "command": " ".join([Path(sys.executable).name, "-m", "bench.failover", *sys.argv[1:]]),
+        "zookeeper_heap": args.heap,
+        "runs_per_case": args.runs,
+        "replication_factor": 3,
+        "target": {"partitions": TARGET_PARTITIONS, "elected_to_last_response_s_at_most": TARGET_S},
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
