@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,9 @@ async def test_stop_replica_from_before_a_bounce_is_ignored_and_the_replica_stay
     max_epoch = max(epoch_of(b) for b in cluster.brokers.values())
     # Controlled shutdown: the controller sends broker 3 a StopReplica for both partitions.
     assert old.stop() == 0
+    attempts = [e for e in old.poll_events() if e["kind"] == "controlled_shutdown_attempt"]
+    assert attempts and attempts[-1]["error"] == "NONE" and attempts[-1]["remaining"] == []
+    assert [e["kind"] for e in old.poll_events()][-1] == "shutdown_complete"
     new = cluster.restart(3)
     new_epoch = (await new.wait_kind("registered"))["broker_epoch"]
     for partition in (0, 1):
@@ -347,3 +351,52 @@ async def test_a_cold_broker_lists_itself_and_answers_leader_not_available(clust
     assert ApiKey.ALTER_PARTITION not in served and ApiKey.CONTROLLED_SHUTDOWN not in served
     refused = await broker.request("CONTROLLER", ApiKey.METADATA, 1, {"topics": None})
     assert [t["error_code"] for t in refused["topics"]] == [] and refused["brokers"] == []
+
+
+async def test_a_paused_old_controller_cannot_change_broker_state(cluster: Cluster) -> None:
+    await cluster.start((1, 2))
+    old = cluster.controller
+    epoch = (await old.wait_kind("controller_elected"))["controller_epoch"]
+    successor = ControllerProcess(200, cluster.zk_connect, cluster.workdir)
+    cluster.processes.append(successor.start())
+    await successor.wait_kind("controller_started")
+    await cluster.topic("guarded", {0: (1, 2)})
+
+    old.pause()  # its session (6 s) expires while it is frozen
+    try:
+        await successor.wait_kind("controller_elected", timeout=30, controller_epoch=epoch + 1)
+        await cluster.topic("later", {0: (2, 1)})
+    finally:
+        old.resume()
+    await old.wait_kind("controller_resigned", timeout=30)
+    for broker in cluster.brokers.values():
+        handled = [e for e in broker.poll_events() if e["kind"] == "control_request_handled"]
+        takeover = next(i for i, e in enumerate(handled) if e["controller_epoch"] == epoch + 1)
+        late = [e for e in handled[takeover:] if e["controller_epoch"] == epoch]
+        assert all(e["error"] == "STALE_CONTROLLER_EPOCH" for e in late)
+    state, _ = await partition_state(cluster.admin, "later", 0)
+    assert state.controller_epoch == epoch + 1 and state.leader == 2
+
+
+async def test_metrics_use_the_jmx_exporter_names(cluster: Cluster) -> None:
+    await cluster.start((1, 2), {1: {"metrics_port": 0}})
+    await cluster.topic("metered", {0: (1, 2), 1: (2, 1)})
+    broker = cluster.brokers[1]
+    port = (await broker.wait_kind("broker_started"))["metrics_port"]
+    loop = asyncio.get_running_loop()
+    text = await loop.run_in_executor(
+        None, lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    )
+    samples = {
+        line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert samples["kafka_server_replicamanager_leadercount"] == 1
+    assert samples["kafka_server_replicamanager_partitioncount"] == 2
+    assert samples["kafka_server_kafkaserver_brokerepoch"] == epoch_of(broker)
+    assert samples["kafka_network_requestchannel_controlplanerequestqueuesize"] == 0
+    assert "kafka_network_requestchannel_requestqueuesize" in samples
+    assert 0 <= samples["kafka_server_kafkarequesthandlerpool_controlplanerequesthandleravgidlepercent"] <= 1
+    assert samples['kafka_network_requestmetrics_requestspersec_total{request="LeaderAndIsr"}'] >= 1
+    assert samples['kafka_network_requestmetrics_totaltimems_count{request="UpdateMetadata"}'] >= 1
