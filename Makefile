@@ -44,6 +44,7 @@ bench: install
 	$(PY) -m bench.fanout
 	$(PY) -m bench.failover
 	$(PY) -m bench.controlled_shutdown
+	$(PY) -m bench.control_latency
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .hypothesis bench/results

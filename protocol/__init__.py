@@ -1,4 +1,4 @@
-"""Sans-IO codec for the Kafka wire protocol of the control plane (and, later, the data plane).
+"""Sans-IO codec for the Kafka wire protocol: the control plane's APIs and the data plane's.
 
 Bytes in, dicts out: nothing here touches a socket, a thread or ZooKeeper. Bodies are plain dicts
 whose keys are the snake_case names of Apache Kafka's message fields; see docs/protocol.md.
@@ -16,7 +16,7 @@ from protocol.codec import (
 )
 from protocol.error_codes import ErrorCode
 from protocol.error_response import error_response_body
-from protocol.errors import FrameTooLarge, ProtocolError, UnsupportedVersionError
+from protocol.errors import CorruptRecordBatch, FrameTooLarge, ProtocolError, UnsupportedVersionError
 from protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, check_frame, frame_size
 from protocol.headers import RequestHeader
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
@@ -29,6 +29,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "ApiKey",
     "ApiSpec",
+    "CorruptRecordBatch",
     "ErrorCode",
     "FrameReader",
     "FrameTooLarge",

@@ -3,25 +3,69 @@
 A server that refuses a request (UNSUPPORTED_VERSION, an API not served on a listener) must still answer
 with a body its peer can decode. Building it from the construct schema keeps that true for every API
 and version without a hand-written error body per message.
+
+Most data-plane responses have no top-level error code: Kafka reports a refused Produce, Fetch,
+ListOffsets or OffsetForLeaderEpoch on every partition of the request, and a refused Metadata on every
+requested topic. Given the request body, :func:`error_response_body` does the same.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from construct import Construct, Flag, FormatField, Renamed
 
+from protocol.api import ApiKey
 from protocol.registry import message_codec
-from protocol.types import KArray, KString, KStruct, TaggedFields, Uuid
+from protocol.types import KArray, KBytes, KString, KStruct, TaggedFields, Uuid, field_default
 
 __all__ = ["error_response_body"]
 
 _ZERO_UUID = uuid.UUID(int=0)
 
 
+@dataclass(frozen=True, slots=True)
+class _Mirror:
+    """Where one API's request lists its topics and partitions, and where its response answers them.
+
+    ``*_partitions`` is None when the response answers per topic (Metadata).
+    """
+
+    request_topics: str
+    request_name: str
+    request_partitions: str | None
+    request_index: str | None
+    response_topics: str
+    response_name: str
+    response_partitions: str | None
+    response_index: str | None
+
+
+_MIRRORS: dict[int, _Mirror] = {
+    ApiKey.PRODUCE: _Mirror(
+        "topic_data", "name", "partition_data", "index", "responses", "name", "partition_responses", "index"
+    ),
+    ApiKey.FETCH: _Mirror(
+        "topics", "topic", "partitions", "partition", "responses", "topic", "partitions", "partition_index"
+    ),
+    ApiKey.LIST_OFFSETS: _Mirror(
+        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index"
+    ),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _Mirror(
+        "topics", "topic", "partitions", "partition", "topics", "topic", "partitions", "partition"
+    ),
+    ApiKey.METADATA: _Mirror("topics", "name", None, None, "topics", "name", None, None),
+}
+
+
 def _empty(con: Construct) -> Any:
-    """The smallest valid value of ``con``: zero, false, empty, or null where the field allows it."""
+    """The smallest valid value of ``con``: Kafka's declared default where the schema records one, else
+    zero, false, empty, or null where a string allows it."""
+    declared = field_default(con)
+    if declared is not None:
+        return declared
     while isinstance(con, Renamed):
         con = con.subcon
     if con is Flag:
@@ -32,6 +76,8 @@ def _empty(con: Construct) -> Any:
         return _ZERO_UUID
     if isinstance(con, KString):
         return None if con.nullable else ""
+    if isinstance(con, KBytes):
+        return b""
     if isinstance(con, KArray):
         return []
     if isinstance(con, KStruct):
@@ -39,13 +85,51 @@ def _empty(con: Construct) -> Any:
     raise TypeError(f"no empty value known for {con!r}")
 
 
-def error_response_body(api_key: int, api_version: int, error_code: int) -> dict[str, Any]:
-    """A response body for ``api_key`` v``api_version`` carrying ``error_code`` in every top-level
-    ``error_code`` field and nothing else (empty arrays, zeros).
+def _element(struct_con: KStruct, name: str) -> KStruct:
+    """The struct each element of the array field ``name`` holds."""
+    (field,) = (sc for sc in struct_con.subcons if sc.name == name)
+    while isinstance(field, Renamed):
+        field = field.subcon
+    return field.element
+
+
+def _mirrored_topics(schema: KStruct, mirror: _Mirror, request: dict[str, Any], error_code: int) -> list:
+    topic_con = _element(schema, mirror.response_topics)
+    topics = []
+    for requested in request.get(mirror.request_topics) or ():
+        topic = _empty(topic_con)
+        topic[mirror.response_name] = requested[mirror.request_name]
+        if mirror.request_partitions is None or mirror.response_partitions is None:
+            topic["error_code"] = error_code
+        else:
+            partition_con = _element(topic_con, mirror.response_partitions)
+            for requested_partition in requested[mirror.request_partitions]:
+                partition = _empty(partition_con)
+                partition[mirror.response_index] = requested_partition[mirror.request_index]
+                partition["error_code"] = error_code
+                topic[mirror.response_partitions].append(partition)
+        topics.append(topic)
+    return topics
+
+
+def error_response_body(
+    api_key: int, api_version: int, error_code: int, request: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A response body for ``api_key`` v``api_version`` carrying ``error_code`` and nothing else.
+
+    The code goes into the top-level ``error_code`` field where the version has one. With the decoded
+    ``request`` body, Produce, Fetch, ListOffsets and OffsetForLeaderEpoch answers also list every
+    requested partition with the code, and Metadata every requested topic, as Kafka's error responses
+    do; without it those lists are empty. Other fields take Kafka's declared defaults (-1 offsets and
+    epochs, for example) or zeros.
 
     Raises ProtocolError for an API or version the codec does not implement.
     """
-    body = _empty(message_codec(api_key, api_version, "response").schema)
+    schema = message_codec(api_key, api_version, "response").schema
+    body = _empty(schema)
     if "error_code" in body:
         body["error_code"] = error_code
+    mirror = _MIRRORS.get(api_key)
+    if request is not None and mirror is not None:
+        body[mirror.response_topics] = _mirrored_topics(schema, mirror, request, error_code)
     return body

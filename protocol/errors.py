@@ -32,3 +32,11 @@ class UnsupportedVersionError(ProtocolError):
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.client_id = client_id
+
+
+class CorruptRecordBatch(ProtocolError):
+    """A record-batch blob that is not well-formed v2 batches: bad magic, a length beyond the data or
+    below the header, a CRC mismatch, or records that do not fit their batch.
+
+    Kafka answers a produce request carrying one with CORRUPT_MESSAGE (2).
+    """

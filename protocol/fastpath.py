@@ -4,7 +4,8 @@ Interpreted construct decodes a 100,000-partition UpdateMetadata at about 1.5 MB
 the same schema object (so there is no second description of any message) and generates one Python
 function per message version that merges runs of fixed-width fields, and the count or length prefix
 that follows them, into a single precompiled ``struct.Struct`` call, and unpacks arrays of integers in
-one call.
+one call. Byte strings (``records``) are sliced once on decoding and appended once on encoding: a
+megabyte of record batches costs one copy each way, as in the construct path, not one per layer.
 
 The generated code is only the happy path. It raises on anything odd (a struct or index error, bad
 UTF-8, a negative count, anything left over), and the caller then re-runs the construct schema,
@@ -21,7 +22,7 @@ from typing import Any
 
 from construct import Construct, Flag, FormatField, Renamed
 
-from protocol.types import KArray, KString, KStruct, TaggedFields, Uuid, min_size, uvarint_bytes
+from protocol.types import KArray, KBytes, KString, KStruct, TaggedFields, Uuid, min_size, uvarint_bytes
 
 __all__ = ["DECODE_ERRORS", "ENCODE_ERRORS", "FastPathMiss", "compile_decoder", "compile_encoder"]
 
@@ -173,7 +174,7 @@ class _DecodeRun:
         self.codes, self.names = [], []
 
 
-def _decode_length(src: _Source, run: _DecodeRun, con: KString | KArray) -> str:
+def _decode_length(src: _Source, run: _DecodeRun, con: KString | KBytes | KArray) -> str:
     """Read a length/count into a fresh local; a classic prefix joins the current run."""
     n = src.name("n")
     if con.compact:
@@ -188,7 +189,7 @@ def _decode_length(src: _Source, run: _DecodeRun, con: KString | KArray) -> str:
     return n
 
 
-def _decode_null_or_raise(src: _Source, con: KString | KArray, n: str, var: str) -> None:
+def _decode_null_or_raise(src: _Source, con: KString | KBytes | KArray, n: str, var: str) -> None:
     src.emit(f"if {n} < 0:")
     src.indent += 1
     if con.nullable:
@@ -216,6 +217,15 @@ def _decode_struct(src: _Source, struct_con: KStruct) -> str:
             src.emit(f"{e} = o + {n}")
             src.emit(f"if {e} > end: raise FastPathMiss")
             src.emit(f"{var} = b[o:{e}].decode('utf-8')")
+            src.emit(f"o = {e}")
+            src.indent -= 1
+        elif isinstance(con, KBytes):
+            n = _decode_length(src, run, con)
+            _decode_null_or_raise(src, con, n, var)
+            e = src.name("e")
+            src.emit(f"{e} = o + {n}")
+            src.emit(f"if {e} > end: raise FastPathMiss")
+            src.emit(f"{var} = b[o:{e}]")
             src.emit(f"o = {e}")
             src.indent -= 1
         elif isinstance(con, KArray):
@@ -308,7 +318,7 @@ class _EncodeRun:
         self.codes, self.exprs = [], []
 
 
-def _encode_length(src: _Source, run: _EncodeRun, con: KString | KArray, length: str) -> None:
+def _encode_length(src: _Source, run: _EncodeRun, con: KString | KBytes | KArray, length: str) -> None:
     if con.compact:
         run.flush()
         src.emit(f"out += _uvarint_bytes({length} + 1)")
@@ -331,7 +341,7 @@ def _encode_struct(src: _Source, struct_con: KStruct, obj: str) -> None:
             src.emit(f"{u} = {value}")
             src.emit(f"if {u}.__class__ is not _UUID: raise FastPathMiss")
             run.add("16s", f"{u}.bytes")
-        elif isinstance(con, (KString, KArray)):
+        elif isinstance(con, (KString, KBytes, KArray)):
             v = src.name("v")
             src.emit(f"{v} = {value}")
             if con.nullable:
@@ -347,6 +357,8 @@ def _encode_struct(src: _Source, struct_con: KStruct, obj: str) -> None:
                 src.emit(f"if {v}.__class__ is not str: raise FastPathMiss")
                 _encode_length(src, run, con, f"len({raw})")
                 src.emit(f"out += {raw}")
+            elif isinstance(con, KBytes):
+                _encode_bytes(src, run, con, v)
             else:
                 src.emit(f"if {v}.__class__ is not list and {v}.__class__ is not tuple: raise FastPathMiss")
                 _encode_length(src, run, con, f"len({v})")
@@ -360,6 +372,17 @@ def _encode_struct(src: _Source, struct_con: KStruct, obj: str) -> None:
         else:
             raise TypeError(f"fast path cannot encode {con!r}")
     run.flush()
+
+
+def _encode_bytes(src: _Source, run: _EncodeRun, con: KBytes, v: str) -> None:
+    """Length prefix, then the buffer appended as is; only bytes, bytearray and byte memoryviews."""
+    n = src.name("n")
+    src.emit(f"if {v}.__class__ is bytes or {v}.__class__ is bytearray: {n} = len({v})")
+    src.emit(f"elif {v}.__class__ is memoryview and {v}.c_contiguous: {n} = {v}.nbytes")
+    src.emit("else: raise FastPathMiss")
+    src.emit(f"if {n} > 0x7FFFFFFF: raise FastPathMiss")
+    _encode_length(src, run, con, n)
+    src.emit(f"out += {v}")
 
 
 def _encode_array_items(src: _Source, con: KArray, items: str) -> None:

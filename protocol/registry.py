@@ -16,8 +16,14 @@ from protocol.headers import (
 from protocol.message_codec import MessageCodec
 from protocol.messages import (
     alter_partition,
+    api_versions,
     controlled_shutdown,
+    fetch,
     leader_and_isr,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
     stop_replica,
     update_metadata,
 )
@@ -30,6 +36,12 @@ APIS: dict[int, ApiSpec] = {
         update_metadata.SPEC,
         controlled_shutdown.SPEC,
         alter_partition.SPEC,
+        produce.SPEC,
+        fetch.SPEC,
+        list_offsets.SPEC,
+        metadata.SPEC,
+        api_versions.SPEC,
+        offset_for_leader_epoch.SPEC,
     )
 }
 

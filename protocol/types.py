@@ -1,8 +1,9 @@
 """Kafka's wire types as construct classes: the vocabulary every message schema is declared in.
 
 Fixed-width integers and booleans are construct's own (big-endian, signed). The classes here add what
-Kafka needs on top: int16-length and compact strings, int32-count and compact arrays, UUIDs and the
-tagged-field section of flexible versions. Each validates lengths and counts against the bytes that
+Kafka needs on top: int16-length and compact strings, int32-length and compact byte strings (``bytes``
+and ``records``), int32-count and compact arrays, UUIDs and the tagged-field section of flexible
+versions. Each validates lengths and counts against the bytes that
 remain *before* reading or allocating, so hostile input fails with a ``ConstructError`` naming the
 field path instead of a huge allocation or a raw ``IndexError``.
 
@@ -40,6 +41,7 @@ __all__ = [
     "Int32",
     "Int64",
     "KArray",
+    "KBytes",
     "KString",
     "KStruct",
     "Layout",
@@ -47,6 +49,8 @@ __all__ = [
     "TaggedFields",
     "Uuid",
     "WireError",
+    "default",
+    "field_default",
     "min_size",
     "only",
     "read_uvarint",
@@ -168,6 +172,47 @@ class KString(_LengthPrefixed):
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise ConstructError("a string has no fixed size", path=path)
+
+
+class KBytes(_LengthPrefixed):
+    """Kafka ``bytes`` and ``records``: int32 length (compact: uvarint length+1), raw, -1 for null.
+
+    ``records`` stays opaque here: a broker stores and serves record batches as they arrived, so the
+    codec never parses them (``protocol.record_batch`` does, when asked). Building accepts any
+    contiguous buffer (``bytes``, ``bytearray``, ``memoryview``); parsing returns ``bytes``.
+    """
+
+    classic = Int32sb
+
+    def __init__(self, *, compact: bool = False, nullable: bool = False) -> None:
+        super().__init__(compact=compact, nullable=nullable)
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes | None:
+        n = self._read_length(stream, context, path)
+        if n is None:
+            return None
+        if n > _remaining(stream, path):
+            raise WireError(f"bytes length {n} exceeds the {_remaining(stream, path)} bytes left", path=path)
+        return stream_read(stream, n, path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if obj is None:
+            self._write_length(None, stream, context, path)
+            return obj
+        if not isinstance(obj, (bytes, bytearray, memoryview)):
+            raise WireError(f"expected bytes, got {type(obj).__name__}", path=path)
+        try:
+            raw = obj if isinstance(obj, bytes) else memoryview(obj).cast("B").tobytes()
+        except TypeError as exc:
+            raise WireError(f"unusable buffer: {exc}", path=path) from None
+        if len(raw) > 0x7FFFFFFF:
+            raise WireError(f"{len(raw)} bytes exceed the int32 length limit", path=path)
+        self._write_length(len(raw), stream, context, path)
+        stream_write(stream, raw, len(raw), path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise ConstructError("a byte string has no fixed size", path=path)
 
 
 class KArray(_LengthPrefixed):
@@ -325,6 +370,10 @@ class Layout:
     def string(self, *, nullable: bool = False) -> KString:
         return KString(compact=self.flexible, nullable=nullable)
 
+    def bytes(self, *, nullable: bool = False) -> KBytes:
+        """Kafka ``bytes``, and ``records`` (the same encoding, holding record batches)."""
+        return KBytes(compact=self.flexible, nullable=nullable)
+
     def array(self, element: Construct, *, nullable: bool = False) -> KArray:
         return KArray(element, compact=self.flexible, nullable=nullable)
 
@@ -335,3 +384,19 @@ class Layout:
 def only(condition: bool, *fields: Construct) -> tuple[Construct, ...]:
     """Fields present only in some versions: ``*only(version >= 1, "is_new" / Bool)``."""
     return fields if condition else ()
+
+
+def default(field: Renamed, value: Any) -> Renamed:
+    """Record the default Kafka declares for a named field (``"default": "-1"`` in its JSON spec).
+
+    Only error responses read it (``protocol.error_response``): a client reads ``controller_id`` 0 or
+    ``high_watermark`` 0 as real values, while -1 means "unknown", as Kafka's own error responses say.
+    The wire format does not change.
+    """
+    field.kafka_default = value  # type: ignore[attr-defined]
+    return field
+
+
+def field_default(field: Construct) -> Any | None:
+    """The default recorded by :func:`default`, or None when the field has none."""
+    return getattr(field, "kafka_default", None)

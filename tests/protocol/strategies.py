@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from construct import Construct, Flag, FormatField, Renamed
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from protocol.registry import APIS
-from protocol.types import KArray, KString, KStruct, TaggedFields, Uuid
+from protocol.types import KArray, KBytes, KString, KStruct, TaggedFields, Uuid
 
 ALL_MESSAGES: list[tuple[int, int, str]] = [
     (int(spec.key), version, kind)
@@ -16,6 +17,12 @@ ALL_MESSAGES: list[tuple[int, int, str]] = [
     for version in spec.versions
     for kind in ("request", "response")
 ]
+
+
+MESSAGE_EXAMPLES_DIVISOR = 12
+
+per_message = settings(max_examples=max(5, settings.default.max_examples // MESSAGE_EXAMPLES_DIVISOR))
+"""Settings for a test run once per message version: the profile's budget, shared out (see conftest)."""
 
 
 def message_id(case: tuple[int, int, str]) -> str:
@@ -46,6 +53,9 @@ def body_strategy(
     if isinstance(con, KString):
         text = st.text(max_size=12)
         return st.none() | text if con.nullable else text
+    if isinstance(con, KBytes):
+        blob = st.binary(max_size=24)
+        return st.none() | blob if con.nullable else blob
     if isinstance(con, KArray):
         element = con.element
         while isinstance(element, Renamed):

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import tracemalloc
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import ProtocolError
+import protocol
+from protocol import ApiKey, ProtocolError, error_response_body
 from protocol.fastpath import DECODE_ERRORS, ENCODE_ERRORS
-from protocol.registry import message_codec
-from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id
+from protocol.message_codec import MessageCodec
+from protocol.registry import SUPPORTED_VERSIONS, message_codec
+from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id, per_message
 
 
 @pytest.mark.parametrize("case", ALL_MESSAGES, ids=message_id)
+@per_message
 @given(data=st.data())
 def test_fast_encoder_writes_the_schema_bytes(case: tuple[int, int, str], data: st.DataObject) -> None:
     codec = message_codec(*case)
@@ -23,6 +29,7 @@ def test_fast_encoder_writes_the_schema_bytes(case: tuple[int, int, str], data: 
 
 
 @pytest.mark.parametrize("case", ALL_MESSAGES, ids=message_id)
+@per_message
 @given(data=st.data())
 def test_fast_decoder_reads_the_schema_dict(case: tuple[int, int, str], data: st.DataObject) -> None:
     codec = message_codec(*case)
@@ -31,6 +38,7 @@ def test_fast_decoder_reads_the_schema_dict(case: tuple[int, int, str], data: st
 
 
 @pytest.mark.parametrize("case", ALL_MESSAGES, ids=message_id)
+@per_message
 @given(data=st.data())
 def test_fast_decoder_never_accepts_what_the_schema_rejects(
     case: tuple[int, int, str], data: st.DataObject
@@ -58,6 +66,7 @@ def test_fast_decoder_never_accepts_what_the_schema_rejects(
 
 
 @pytest.mark.parametrize("case", ALL_MESSAGES, ids=message_id)
+@per_message
 @given(data=st.data())
 def test_large_arrays_take_the_uncached_struct_path(case: tuple[int, int, str], data: st.DataObject) -> None:
     """Integer arrays longer than the prebuilt struct table (64) encode and decode the same way."""
@@ -79,19 +88,80 @@ BAD_BODIES = [
 
 
 @pytest.mark.parametrize("case", ALL_MESSAGES, ids=message_id)
-@pytest.mark.parametrize(("what", "spoil"), BAD_BODIES, ids=[b[0] for b in BAD_BODIES])
+@per_message
 @given(data=st.data())
-def test_bad_bodies_fail_in_both_paths_with_a_named_field(case, what, spoil, data) -> None:
+def test_bad_bodies_fail_in_both_paths_with_a_named_field(case, data) -> None:
+    """Each way of spoiling a drawn body (see BAD_BODIES) fails alike in both paths."""
     codec = message_codec(*case)
-    body = data.draw(body_strategy(codec.schema))
-    if what != "missing field" and not any(type(v) is int for v in body.values()):
-        return
-    spoil(body)
-    with pytest.raises(ENCODE_ERRORS):
-        codec._fast_encode(body, bytearray())
-    with pytest.raises(ProtocolError, match=codec.label):
-        codec.encode(body)
-    out = bytearray(b"keep")
-    with pytest.raises(ProtocolError):
-        codec.encode_into(body, out)
-    assert out == b"keep"
+    drawn = data.draw(body_strategy(codec.schema))
+    for what, spoil in BAD_BODIES:
+        if not drawn or (what != "missing field" and not any(type(v) is int for v in drawn.values())):
+            continue  # nothing to spoil (ApiVersions requests have no fields)
+        body = dict(drawn)
+        spoil(body)
+        with pytest.raises(ENCODE_ERRORS):
+            codec._fast_encode(body, bytearray())
+        with pytest.raises(ProtocolError, match=codec.label):
+            codec.encode(body)
+        out = bytearray(b"keep")
+        with pytest.raises(ProtocolError):
+            codec.encode_into(body, out)
+        assert out == b"keep", what
+
+
+MEGABYTE_OF_RECORDS = bytes(range(256)) * 4096
+LARGE_RECORDS_CASES = [(ApiKey.PRODUCE, v, "request") for v in SUPPORTED_VERSIONS[ApiKey.PRODUCE]] + [
+    (ApiKey.FETCH, v, "response") for v in SUPPORTED_VERSIONS[ApiKey.FETCH]
+]
+
+
+def _body_with_records(api_key: int, version: int, records: Any) -> dict[str, Any]:
+    if api_key == ApiKey.PRODUCE:
+        partition = {"index": 0, "records": records}
+        return {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": 1000,
+            "topic_data": [{"name": "t", "partition_data": [partition]}],
+        }
+    body = error_response_body(
+        api_key, version, 0, {"topics": [{"topic": "t", "partitions": [{"partition": 0}]}]}
+    )
+    body["responses"][0]["partitions"][0]["records"] = records
+    return body
+
+
+@pytest.mark.parametrize("case", LARGE_RECORDS_CASES, ids=message_id)
+def test_a_megabyte_of_records_stays_on_the_fast_path_with_one_copy_each_way(case, monkeypatch) -> None:
+    """1 MiB of record batches: no fallback to construct, and one copy of the records per direction."""
+    api_key, version, kind = case
+    codec = message_codec(*case)
+
+    def fell_back(*args: Any) -> None:
+        raise AssertionError("the construct path ran")
+
+    monkeypatch.setattr(MessageCodec, "reference_encode", fell_back)
+    monkeypatch.setattr(MessageCodec, "reference_decode_from", fell_back)
+    for records in (MEGABYTE_OF_RECORDS, bytearray(MEGABYTE_OF_RECORDS), memoryview(MEGABYTE_OF_RECORDS)):
+        body = _body_with_records(api_key, version, records)
+        tracemalloc.start()
+        try:
+            out = bytearray()
+            codec.encode_into(body, out)
+            encode_peak = tracemalloc.get_traced_memory()[1]
+            raw = bytes(out)
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            decoded = codec.decode(raw)
+            decode_peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+        assert encode_peak < 1.1 * len(MEGABYTE_OF_RECORDS)
+        assert decode_peak < 1.1 * len(MEGABYTE_OF_RECORDS)
+        assert decoded == _body_with_records(api_key, version, MEGABYTE_OF_RECORDS)
+        if kind == "request":
+            frame = protocol.encode_request(api_key, version, 1, "c", body)
+            assert protocol.decode_request(frame)[1] == decoded
+        else:
+            frame = protocol.encode_response(api_key, version, 1, body)
+            assert protocol.decode_response(api_key, version, frame) == (1, decoded)

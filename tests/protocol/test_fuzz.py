@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import protocol
 from protocol.registry import SUPPORTED_VERSIONS, message_codec
-from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id
+from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id, per_message
 
 KNOWN_KEYS = [int(k) for k in SUPPORTED_VERSIONS]
 
@@ -40,6 +40,7 @@ def test_random_payload_behind_a_plausible_header(api_key: int, api_version: int
 
 
 @pytest.mark.parametrize("case", [c for c in ALL_MESSAGES if c[2] == "request"], ids=message_id)
+@per_message
 @given(data=st.data())
 def test_mutated_valid_requests(case: tuple[int, int, str], data: st.DataObject) -> None:
     """Flip, insert, delete and truncate bytes of a real request, fixing the size prefix or not."""
@@ -68,6 +69,7 @@ def test_mutated_valid_requests(case: tuple[int, int, str], data: st.DataObject)
 
 
 @pytest.mark.parametrize("case", [c for c in ALL_MESSAGES if c[2] == "response"], ids=message_id)
+@per_message
 @given(tail=st.binary(max_size=200))
 def test_random_responses(case: tuple[int, int, str], tail: bytes) -> None:
     api_key, version, _ = case

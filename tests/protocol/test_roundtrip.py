@@ -9,13 +9,14 @@ from hypothesis import strategies as st
 import protocol
 from protocol.message_codec import MessageCodec
 from protocol.registry import message_codec, request_header_codec_for, response_header_codec_for
-from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id
+from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id, per_message
 
 client_ids = st.none() | st.text(max_size=10)
 correlation_ids = st.integers(-(2**31), 2**31 - 1)
 
 
 @pytest.mark.parametrize("case", ALL_MESSAGES, ids=message_id)
+@per_message
 @given(data=st.data())
 def test_frame_round_trip(case: tuple[int, int, str], data: st.DataObject) -> None:
     api_key, version, kind = case
@@ -40,6 +41,7 @@ def test_frame_round_trip(case: tuple[int, int, str], data: st.DataObject) -> No
 
 
 @pytest.mark.parametrize("case", [c for c in ALL_MESSAGES if c[2] == "request"], ids=message_id)
+@per_message
 @given(data=st.data())
 def test_header_and_body_encoded_apart_equal_one_frame(
     case: tuple[int, int, str], data: st.DataObject
