@@ -77,7 +77,10 @@ class BrokerMetrics:
             network, "RequestMetrics", "LocalTimeMs", "Time handling (ms)", labels
         )
         self.total_time = metrics.timer(
-            network, "RequestMetrics", "TotalTimeMs", "Time from read to handled (ms)", labels
+            network, "RequestMetrics", "TotalTimeMs", "Time from read to response written (ms)", labels
+        )
+        self.send_time = metrics.timer(
+            network, "RequestMetrics", "ResponseSendTimeMs", "Time from handled to written (ms)", labels
         )
         self.errors = metrics.meter(
             network, "RequestMetrics", "ErrorsPerSec", "Responses by top-level error", ("request", "error")
@@ -90,6 +93,12 @@ class BrokerMetrics:
         self.queue_time.labels(name).observe((request.dequeued_at - request.received_at) * 1000)
         done = time.monotonic()
         self.local_time.labels(name).observe(max(0.0, done - request.dequeued_at) * 1000)
-        self.total_time.labels(name).observe(max(0.0, done - request.received_at) * 1000)
         if error:
             self.errors.labels(name, ErrorCode.name_of(error)).inc()
+
+    def response_sent(self, request: Request) -> None:
+        """Called on the event loop once the response is written (or dropped, for acks=0)."""
+        name = api_spec(request.header.api_key).name
+        now = time.monotonic()
+        self.send_time.labels(name).observe(max(0.0, now - (request.handled_at or now)) * 1000)
+        self.total_time.labels(name).observe(max(0.0, now - request.received_at) * 1000)

@@ -13,6 +13,8 @@ sockets and OS threads for the handlers:
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import logging
 import queue
 import socket
@@ -83,7 +85,8 @@ class RequestChannel:
             for i in range(threads)
         ]
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._space = asyncio.Event()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        """Connections waiting for a free slot, served first come, first served."""
         self._idle_lock = threading.Lock()
         self._idle_s = 0.0
         self._since = time.monotonic()
@@ -111,15 +114,43 @@ class RequestChannel:
             await loop.run_in_executor(None, thread.join, 10)
 
     async def submit(self, request: Request) -> None:
-        """Queue ``request``, waiting (without reading more from its connection) while the queue is full."""
-        while True:
+        """Queue ``request``, waiting (without reading more from its connection) while the queue is full.
+
+        Waiters get freed slots in arrival order, and nobody overtakes them while they wait: a busy
+        pipelining client must not starve the others (or a controller on a shared listener).
+        """
+        if not self._waiters:
             try:
                 self._queue.put_nowait(request)
                 return
             except queue.Full:
-                self._space.clear()
+                pass
+        loop = asyncio.get_running_loop()
+        turn: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(turn)
+        try:
+            while True:
+                await turn
+                try:
+                    self._queue.put_nowait(request)
+                    return
+                except queue.Full:  # another slot will free up: keep our place at the front
+                    again: asyncio.Future[None] = loop.create_future()
+                    self._waiters[self._waiters.index(turn)] = again
+                    turn = again
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(turn)
+            self._slot_freed()  # pass on a wake-up this waiter may have consumed without using
+
+    def _slot_freed(self) -> None:
+        """On the loop, after a handler took a request: wake the first waiter not yet woken."""
+        for waiter in self._waiters:
+            if not waiter.done():
                 if self._queue.full():
-                    await self._space.wait()
+                    return
+                waiter.set_result(None)
+                return
 
     def idle_fraction(self) -> float:
         """Share of handler time spent waiting for work since the last call (Kafka's AvgIdlePercent)."""
@@ -144,7 +175,7 @@ class RequestChannel:
                 self._idle_s += time.monotonic() - self._waiting.pop(ident)
             if loop.is_closed():
                 return
-            loop.call_soon_threadsafe(self._space.set)
+            loop.call_soon_threadsafe(self._slot_freed)
             if request is None:
                 return
             request.dequeued_at = time.monotonic()
@@ -180,9 +211,12 @@ class Listener:
         reject: Callable[[RequestHeader], bytes],
         unsupported: Callable[[UnsupportedVersionError], bytes],
         max_frame_size: int,
+        on_sent: Callable[[Request], None] | None = None,
     ) -> None:
         self.name = name
         self.channel = channel
+        self.on_sent = on_sent
+        """Called once a response is written: the request's total time ends there, as in Kafka."""
         self.accepts = None if accepts is None else frozenset(accepts)
         self.reject = reject
         self.unsupported = unsupported
@@ -268,4 +302,6 @@ class Listener:
         if result is not None:
             writer.write(result)
             await writer.drain()
+        if self.on_sent is not None:
+            self.on_sent(request)
         return None

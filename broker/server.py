@@ -31,6 +31,7 @@ from broker.replica_manager import ReplicaManager
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
+from daemon.runtime import tune_interpreter
 from protocol import ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
@@ -147,6 +148,7 @@ class BrokerServer:
             reject=reject,
             unsupported=self.apis.unsupported_version_response,
             max_frame_size=self.config.socket_request_max_bytes,
+            on_sent=self.broker_metrics.response_sent,
         )
 
     async def stop(self) -> None:
@@ -305,6 +307,7 @@ def _hostname() -> str:
 
 
 async def run(config: BrokerConfig) -> None:
+    tune_interpreter()
     server = BrokerServer(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

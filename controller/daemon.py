@@ -8,7 +8,6 @@ so the endpoint it publishes in ``/controller`` is already serving.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 import socket
@@ -20,6 +19,7 @@ from controller.controller import Controller
 from controller.metrics import ControllerMetrics
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
+from daemon.runtime import tune_interpreter
 from daemon.server import RequestServer
 from protocol import ApiKey, RequestHeader
 from zkstore.znodes import Endpoint
@@ -78,13 +78,8 @@ class ControllerDaemon:
         self.metrics.stop()
 
 
-GC_THRESHOLDS = (50_000, 20, 100)
-"""Young-generation collections every 50k allocations instead of 700: loading 100k partition states
-allocates millions of long-lived objects, and the default triggers a collection every few hundred."""
-
-
 async def run(config: ControllerConfig) -> None:
-    gc.set_threshold(*GC_THRESHOLDS)
+    tune_interpreter()
     daemon = ControllerDaemon(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
