@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.machine import machine
+from bench.machine import machine, write_report
 from protocol import ApiKey, epoch_field
 from protocol.registry import message_codec
 
@@ -172,9 +171,7 @@ def main() -> None:
         "target_mb_per_s": 25,
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

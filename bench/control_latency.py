@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench.codec import topic_states
-from bench.machine import machine
+from bench.machine import machine, write_report
 from daemon.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode, encode_request, epoch_field
 from zkstore import znodes
@@ -878,9 +878,7 @@ def main(argv: list[str] | None = None) -> None:
         **outcome,
         "modes": modes,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from typing import Any
 
 from bench.ack_brokers import AckBrokers, merge_stats
 from bench.failover import ControllerRun, cpu_seconds, event_time, peak_rss_mib, settled
-from bench.machine import machine
+from bench.machine import machine, write_report
 from bench.zk_populate import Cluster, ensure_chroot, populate
 from bench.zk_read import jvm_opts
 from daemon.connection import KafkaConnection
@@ -182,9 +182,7 @@ def main() -> None:
         **summary,
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.ack_brokers import AckBrokers, die_with_parent, merge_stats
-from bench.machine import machine
+from bench.machine import machine, write_report
 from bench.zk_populate import Cluster, ensure_chroot, populate
 from bench.zk_read import jvm_opts
 from zkstore.aio import AsyncZooKeeper
@@ -369,9 +369,7 @@ def main() -> None:
         "target": {"partitions": TARGET_PARTITIONS, "elected_to_last_response_s_at_most": TARGET_S},
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from typing import Any
 
 from bench.ack_brokers import AckBrokers, die_with_parent
 from bench.failover import cpu_stall_us, stall_share
-from bench.machine import machine
+from bench.machine import machine, write_report
 from controller.channel import ChannelManager
 from controller.context import ControllerContext, LiveBroker
 from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -294,9 +294,7 @@ def main() -> None:
         "results": results,
         **summary,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from pathlib import Path
@@ -23,3 +24,10 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+
+
+def write_report(out: Path, report: dict[str, Any]) -> None:
+    """Write one benchmark's JSON results (creating ``bench/results/`` if needed) and say where."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bench.machine import machine
+from bench.machine import machine, write_report
 from zkstore import batch_read
 from zkstore.aio import AsyncZooKeeper, Op, create
 from zkstore.batch_read import get_children_many, get_data_many
@@ -205,9 +204,7 @@ def main() -> None:
         finally:
             server.stop()  # also on errors and Ctrl-C: never leave a JVM behind
     print_table(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":
