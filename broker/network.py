@@ -62,6 +62,40 @@ class Request:
     handled_at: float = 0.0
 
 
+class ControlPriority:
+    """Lets control requests run ahead of data-plane work inside one interpreter.
+
+    Threads share one GIL, so CPU-bound data-plane handlers slow every step of a control request
+    (reading it, handling it, writing the answer) however separate the queues are. While a control
+    request is in flight, data-plane handlers pause at their checkpoints (before each request, and
+    inside long loops), each pause bounded so the data plane is never starved.
+    """
+
+    MAX_PAUSE_S = 0.02
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._clear = threading.Event()
+        self._clear.set()
+
+    def begin(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._clear.clear()
+
+    def end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._clear.set()
+
+    def checkpoint(self) -> None:
+        """Called by data-plane code: wait (releasing the GIL) while a control request is in flight."""
+        if not self._clear.is_set():
+            self._clear.wait(self.MAX_PAUSE_S)
+
+
 class RequestChannel:
     """A bounded queue and the threads that handle what it holds."""
 
@@ -73,11 +107,14 @@ class RequestChannel:
         threads: int,
         thread_prefix: str,
         handle: Callable[[Request], Result],
+        yield_to: ControlPriority | None = None,
     ) -> None:
         self.name = name
         self.capacity = capacity
         self._queue: queue.Queue[Request | None] = queue.Queue(maxsize=capacity)
         self._handle = handle
+        self._yield_to = yield_to
+        """For the data plane: the control plane it gives way to before each request."""
         self._threads = [
             threading.Thread(
                 target=self._work, name=f"{thread_prefix}-kafka-request-handler-{i}", daemon=True
@@ -178,6 +215,8 @@ class RequestChannel:
             loop.call_soon_threadsafe(self._slot_freed)
             if request is None:
                 return
+            if self._yield_to is not None:
+                self._yield_to.checkpoint()
             request.dequeued_at = time.monotonic()
             try:
                 result: Result = self._handle(request)
@@ -212,10 +251,13 @@ class Listener:
         unsupported: Callable[[UnsupportedVersionError], bytes],
         max_frame_size: int,
         on_sent: Callable[[Request], None] | None = None,
+        priority: ControlPriority | None = None,
     ) -> None:
         self.name = name
         self.channel = channel
         self.on_sent = on_sent
+        self.priority = priority
+        """For the control-plane listener: announces each request from read to answer written."""
         """Called once a response is written: the request's total time ends there, as in Kafka."""
         self.accepts = None if accepts is None else frozenset(accepts)
         self.reject = reject
@@ -295,13 +337,19 @@ class Listener:
             return None
         loop = asyncio.get_running_loop()
         request = Request(header, frame, offset, self.name, peer, received, loop.create_future())
-        await self.channel.submit(request)
-        result = await request.future
-        if isinstance(result, Close):
-            return result.reason
-        if result is not None:
-            writer.write(result)
-            await writer.drain()
+        if self.priority is not None:
+            self.priority.begin()
+        try:
+            await self.channel.submit(request)
+            result = await request.future
+            if isinstance(result, Close):
+                return result.reason
+            if result is not None:
+                writer.write(result)
+                await writer.drain()
+        finally:
+            if self.priority is not None:
+                self.priority.end()
         if self.on_sent is not None:
             self.on_sent(request)
         return None

@@ -26,7 +26,7 @@ from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
 from broker.metadata_api import MetadataApis
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from broker.network import Listener, RequestChannel
+from broker.network import ControlPriority, Listener, RequestChannel
 from broker.replica_manager import ReplicaManager
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
@@ -47,6 +47,7 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.identity = BrokerIdentity(config.broker_id)
+        self.control_priority = ControlPriority() if config.control_plane_listener_name else None
         for directory in config.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
         self.events = EventLog(config.log_dir / "events.jsonl", f"broker-{config.broker_id}")
@@ -61,6 +62,7 @@ class BrokerServer:
             lambda: {e.listener_name: (e.host, e.port) for e in self.advertised},
             lambda: self.cluster_id,
             lambda: self.apis.api_keys,
+            checkpoint=self.control_priority.checkpoint if self.control_priority else None,
         )
         self.apis.register(ApiKey.API_VERSIONS, metadata.api_versions)
         self.apis.register(ApiKey.METADATA, metadata.metadata)
@@ -70,6 +72,7 @@ class BrokerServer:
             threads=config.num_io_threads,
             thread_prefix="data-plane",
             handle=self.apis.handle,
+            yield_to=self.control_priority,
         )
         self.control_channel = (
             RequestChannel(
@@ -149,6 +152,7 @@ class BrokerServer:
             unsupported=self.apis.unsupported_version_response,
             max_frame_size=self.config.socket_request_max_bytes,
             on_sent=self.broker_metrics.response_sent,
+            priority=self.control_priority if control else None,
         )
 
     async def stop(self) -> None:
