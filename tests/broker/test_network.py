@@ -11,6 +11,7 @@ import functools
 import logging
 import struct
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 
 from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis
 from broker.metadata_cache import MetadataCache
-from broker.network import Listener, Request, RequestChannel, Result
+from broker.network import ControlPriority, Listener, Request, RequestChannel, Result
 from broker.replica_manager import ReplicaManager
 from daemon.eventlog import EventLog
 from protocol import (
@@ -504,3 +505,30 @@ async def test_handler_threads_are_named_as_in_kafka(serve: Serve) -> None:
     assert control_handler.threads == ["control-plane-kafka-request-handler-0"]
     assert data_handler.threads[0].startswith("data-plane-kafka-request-handler-")
     assert handler_threads() == before, "stop() ends the handler threads"
+
+
+def test_data_plane_checkpoints_wait_only_while_a_control_request_is_in_flight() -> None:
+    priority = ControlPriority()
+    started = time.monotonic()
+    priority.checkpoint()  # nothing in flight: no wait at all
+    assert time.monotonic() - started < ControlPriority.MAX_PAUSE_S
+    priority.begin()
+    priority.begin()
+    priority.end()
+    released = threading.Event()
+
+    def data_plane() -> None:
+        priority.checkpoint()
+        released.set()
+
+    worker = threading.Thread(target=data_plane)
+    worker.start()
+    assert not released.wait(ControlPriority.MAX_PAUSE_S / 4)  # held back while one is still in flight
+    worker.join()  # the pause is bounded even if the control plane never finishes
+    assert released.is_set()
+    priority.end()
+    released.clear()
+    worker = threading.Thread(target=data_plane)
+    worker.start()
+    worker.join(5)
+    assert released.is_set()
