@@ -106,7 +106,8 @@ class Controller:
         self.encodes = 0
         self.bytes_encoded = 0
         self.on_metrics_update: Callable[[], None] | None = None
-        self._stopped = asyncio.Event()
+        self._shutdown_done: asyncio.Future[None] | None = None
+        """Set by ``stop``; the Shutdown event resolves it once resigned."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -244,7 +245,7 @@ class Controller:
                     await resign(self.zk, token)
                 except Exception:
                     log.warning("could not delete /controller on shutdown", exc_info=True)
-        done = getattr(self, "_shutdown_done", None)
+        done = self._shutdown_done
         if done is not None and not done.done():
             done.set_result(None)
 
