@@ -9,7 +9,6 @@ the listeners and must not be the inter-broker listener.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from daemon.config import (
     LoadedConfig,
     at_least,
     between,
+    listener_name,
     load_config,
     parse_listeners,
 )
@@ -40,23 +40,18 @@ def _protocol_map(value: list[str]) -> None:
             )
 
 
-def _listener_name(value: str) -> None:
-    if value and not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
-        raise ValueError("not a listener name")
-
-
 KEYS = (
     ConfigKey("broker.id", "int", doc="this broker's id", check=at_least(0)),
     ConfigKey("zookeeper.connect", "string", doc="host:port[,host:port...][/chroot]"),
     ConfigKey("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"]),
     ConfigKey("advertised.listeners", "list", None),
     ConfigKey("listener.security.protocol.map", "list", None, check=_protocol_map),
-    ConfigKey("inter.broker.listener.name", "string", "PLAINTEXT", check=_listener_name),
+    ConfigKey("inter.broker.listener.name", "string", "PLAINTEXT", check=listener_name),
     ConfigKey(
         "control.plane.listener.name",
         "string",
         "",
-        check=_listener_name,
+        check=listener_name,
         aliases=("controller.listener.name",),
     ),
     ConfigKey("log.dirs", "list", None, aliases=("log.dir",)),

@@ -15,7 +15,6 @@ import contextlib
 import json
 import logging
 import signal
-import socket
 import time
 import uuid
 
@@ -28,6 +27,7 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.network import ControlPriority, Listener, RequestChannel
 from broker.replica_manager import ReplicaManager
+from daemon.config import advertised
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
@@ -40,7 +40,6 @@ from zkstore.registration import register_broker
 log = logging.getLogger("broker")
 
 CONTROLLED_SHUTDOWN_VERSION = 2
-WILDCARD_HOSTS = ("", "0.0.0.0", "::")
 
 
 class BrokerServer:
@@ -106,14 +105,7 @@ class BrokerServer:
             listener = self._listener(endpoint.listener_name)
             bound[endpoint.listener_name] = await listener.start(endpoint.host, endpoint.port)
             self.listeners[endpoint.listener_name] = listener
-        self.advertised = tuple(
-            znodes.Endpoint(
-                e.listener_name,
-                e.host if e.host not in WILDCARD_HOSTS else _hostname(),
-                e.port or bound[e.listener_name],
-            )
-            for e in self.config.advertised
-        )
+        self.advertised = tuple(advertised(e, bound[e.listener_name]) for e in self.config.advertised)
         if self.config.metrics_port is not None:
             self.metrics_port = self.metrics.serve(self.config.metrics_port)
         await self.zk.start()
@@ -304,10 +296,6 @@ async def cluster_id(zk: AsyncZooKeeper) -> str:
     except (ValueError, KeyError, TypeError):
         log.error("%s holds %r, not Kafka's JSON; using it as the id", CLUSTER_ID, data[:60])
         return data.decode("utf-8", "replace")
-
-
-def _hostname() -> str:
-    return socket.getfqdn()
 
 
 async def run(config: BrokerConfig) -> None:

@@ -26,6 +26,7 @@ from daemon.config import (
     LoadedConfig,
     at_least,
     between,
+    listener_name,
     load_config,
     parse_listeners,
 )
@@ -54,11 +55,6 @@ def _check_ibp(value: str) -> None:
     epoch_protocol_for(value)
 
 
-def _listener_name(value: str) -> None:
-    if value and not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
-        raise ValueError("not a listener name")
-
-
 def _percentage(value: int) -> None:
     between(0, 100)(value)
 
@@ -76,8 +72,8 @@ KEYS = (
     ConfigKey(
         "advertised.listeners", "list", None, doc="the endpoint published in /controller (default: listeners)"
     ),
-    ConfigKey("control.plane.listener.name", "string", "", check=_listener_name),
-    ConfigKey("inter.broker.listener.name", "string", "PLAINTEXT", check=_listener_name),
+    ConfigKey("control.plane.listener.name", "string", "", check=listener_name),
+    ConfigKey("inter.broker.listener.name", "string", "PLAINTEXT", check=listener_name),
     ConfigKey("inter.broker.protocol.version", "string", DEFAULT_IBP, check=_check_ibp),
     ConfigKey("auto.leader.rebalance.enable", "bool", True),
     ConfigKey("leader.imbalance.per.broker.percentage", "int", 10, check=_percentage),

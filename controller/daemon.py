@@ -10,23 +10,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import socket
 from pathlib import Path
 from typing import Any
 
 from controller.config import ControllerConfig
 from controller.controller import Controller
 from controller.metrics import ControllerMetrics
+from daemon.config import advertised
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.runtime import tune_interpreter
 from daemon.server import RequestServer
 from protocol import ApiKey, RequestHeader
-from zkstore.znodes import Endpoint
 
 log = logging.getLogger("controller.daemon")
-
-WILDCARD_HOSTS = ("", "0.0.0.0", "::")
 
 
 class ControllerDaemon:
@@ -53,13 +50,7 @@ class ControllerDaemon:
     async def start(self) -> None:
         listener = self.config.listener
         port = await self.rpc.start(listener.host or "0.0.0.0", listener.port)
-        advertised = self.config.advertised
-        host = advertised.host
-        if host in WILDCARD_HOSTS:
-            host = socket.getfqdn()
-        self.controller.set_rpc_endpoint(
-            Endpoint(advertised.listener_name, host, port if advertised.port == 0 else advertised.port)
-        )
+        self.controller.set_rpc_endpoint(advertised(self.config.advertised, port))
         if self.config.metrics_port is not None:
             self.metrics_port = self.metrics.serve(self.config.metrics_port)
         self.event_log.emit(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +22,13 @@ from zkstore.znodes import Endpoint
 
 __all__ = [
     "REQUIRED",
+    "WILDCARD_HOSTS",
     "ConfigError",
     "ConfigKey",
     "LoadedConfig",
+    "advertised",
     "env_var_name",
+    "listener_name",
     "load_config",
     "parse_listeners",
     "parse_properties",
@@ -259,3 +263,18 @@ def parse_listeners(key: str, items: Iterable[str]) -> list[Endpoint]:
             raise ConfigError(key, f"listener name {endpoint.listener_name} appears more than once")
         endpoints.append(endpoint)
     return endpoints
+
+
+def listener_name(value: str) -> None:
+    """A ConfigKey check for the ``*.listener.name`` keys (empty means unset)."""
+    if value and not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
+        raise ValueError("not a listener name")
+
+
+WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+
+
+def advertised(endpoint: Endpoint, bound_port: int) -> Endpoint:
+    """What to publish for a listener: a wildcard host becomes this machine's name, port 0 the bound one."""
+    host = socket.getfqdn() if endpoint.host in WILDCARD_HOSTS else endpoint.host
+    return Endpoint(endpoint.listener_name, host, endpoint.port or bound_port)
