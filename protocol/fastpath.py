@@ -210,22 +210,14 @@ def _decode_struct(src: _Source, struct_con: KStruct) -> str:
         code = _fixed_code(con)
         if code is not None:
             run.add(code, var)
-        elif isinstance(con, KString):
+        elif isinstance(con, (KString, KBytes)):
             n = _decode_length(src, run, con)
             _decode_null_or_raise(src, con, n, var)
             e = src.name("e")
             src.emit(f"{e} = o + {n}")
             src.emit(f"if {e} > end: raise FastPathMiss")
-            src.emit(f"{var} = b[o:{e}].decode('utf-8')")
-            src.emit(f"o = {e}")
-            src.indent -= 1
-        elif isinstance(con, KBytes):
-            n = _decode_length(src, run, con)
-            _decode_null_or_raise(src, con, n, var)
-            e = src.name("e")
-            src.emit(f"{e} = o + {n}")
-            src.emit(f"if {e} > end: raise FastPathMiss")
-            src.emit(f"{var} = b[o:{e}]")
+            text = ".decode('utf-8')" if isinstance(con, KString) else ""  # bytes stay one slice
+            src.emit(f"{var} = b[o:{e}]{text}")
             src.emit(f"o = {e}")
             src.indent -= 1
         elif isinstance(con, KArray):
