@@ -389,9 +389,7 @@ class Controller:
 
     async def _load_context(self) -> None:
         ctx = self.context
-        brokers = await self.store.brokers(watch=self._watch_brokers)
-        ctx.brokers = dict(brokers)
-        await asyncio.gather(*(self.store.broker(b, watch=self._watch_broker) for b in brokers))
+        ctx.brokers = await self.store.brokers(watch=self._watch_brokers, data_watch=self._watch_broker)
         topics = await self.store.topics(watch=self._watch_topics)
         await self._add_topics(topics)
         partitions = list(ctx.all_partitions())

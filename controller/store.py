@@ -71,8 +71,14 @@ class ControllerStore:
 
     # -- brokers
 
-    async def brokers(self, watch: Watch | None = None) -> dict[int, LiveBroker]:
-        """Every registered broker with its epoch (the czxid of its registration znode)."""
+    async def brokers(
+        self, watch: Watch | None = None, data_watch: Watch | None = None
+    ) -> dict[int, LiveBroker]:
+        """Every registered broker with its epoch (the czxid of its registration znode).
+
+        ``watch`` watches the list; ``data_watch`` watches each registration too, which takes one get
+        per broker instead of a multi-read (multi-reads set no watches).
+        """
         try:
             children = await self.zk.get_children(znodes.BROKER_IDS, watch=watch)
         except NoNodeError:
@@ -80,8 +86,16 @@ class ControllerStore:
             children = await self.zk.get_children(znodes.BROKER_IDS, watch=watch)
         paths = [f"{znodes.BROKER_IDS}/{c}" for c in children if c.isdigit()]
         out: dict[int, LiveBroker] = {}
-        for path, result in zip(paths, await get_data_many(self.zk, paths), strict=True):
-            if isinstance(result, Exception):
+        if data_watch is None:
+            results: list[Any] = await get_data_many(self.zk, paths)
+        else:
+            results = await asyncio.gather(
+                *(self.zk.get(p, watch=data_watch) for p in paths), return_exceptions=True
+            )
+        for path, result in zip(paths, results, strict=True):
+            if isinstance(result, BaseException):
+                if data_watch is not None and not isinstance(result, NoNodeError):
+                    raise result  # the session or connection failed, as get_data_many would raise
                 continue  # gone since the listing: the next BrokerChange will say so
             data, stat = result
             registration = znodes.decode_broker_registration(data, path)
