@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import ctypes
 import logging
 import queue
+import select
 import socket
 import threading
 import time
@@ -35,6 +37,7 @@ from protocol import (
 log = logging.getLogger("broker.network")
 
 _SIZE = 4
+_READ_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,38 +65,88 @@ class Request:
     handled_at: float = 0.0
 
 
+def _ready_probe(poller: select.epoll) -> Callable[[], bool]:
+    """``poller`` has a ready descriptor: a zero-timeout ``epoll_wait`` that keeps the GIL.
+
+    ``select.epoll.poll`` releases the GIL around the call, and a thread that releases and retakes
+    it every few hundred microseconds resets every other thread's switch request: the event loop
+    would starve while the data plane merely checks whether the control plane needs it. Called
+    through ``ctypes.PyDLL``, which keeps the GIL; a zero timeout never blocks.
+    """
+    try:
+        epoll_wait = ctypes.PyDLL(None).epoll_wait
+    except (OSError, AttributeError):  # not Linux/glibc: the releasing call still works
+        return lambda: bool(poller.poll(0, 1))
+    epoll_wait.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int)
+    epoll_wait.restype = ctypes.c_int
+    events = ctypes.create_string_buffer(64)  # room for one struct epoll_event; never read
+    fd = poller.fileno()
+    return lambda: epoll_wait(fd, events, 1, 0) > 0
+
+
 class ControlPriority:
     """Lets control requests run ahead of data-plane work inside one interpreter.
 
     Threads share one GIL, so CPU-bound data-plane handlers slow every step of a control request
-    (reading it, handling it, writing the answer) however separate the queues are. While a control
-    request is in flight, data-plane handlers pause at their checkpoints (before each request, and
-    inside long loops), each pause bounded so the data plane is never starved.
+    (reading it, handling it, writing the answer) however separate the queues are. Data-plane
+    handlers therefore block at their checkpoints (before each request, and between the topics of
+    a Metadata response) while control work is pending: from the moment a control request's bytes
+    wait in the kernel (seen with a zero-timeout epoll on the control connections, so the control
+    plane need not win the GIL first to announce itself) until its answer is written. Each pause is
+    bounded, so the data plane is never starved.
     """
 
     MAX_PAUSE_S = 0.02
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._in_flight = 0
-        self._clear = threading.Event()
-        self._clear.set()
+        """Connections with a request between its first byte and its answer; written only on the
+        event loop, read by data-plane threads."""
+        self._done = threading.Event()
+        """Set, and replaced, each time the control plane has no request left in flight."""
+        self._poller = select.epoll() if hasattr(select, "epoll") else None
+        self._ready = _ready_probe(self._poller) if self._poller is not None else lambda: False
+        self._watched = 0
 
     def begin(self) -> None:
-        with self._lock:
-            self._in_flight += 1
-            self._clear.clear()
+        """On the event loop, when the first bytes of a control request arrive."""
+        self._in_flight += 1
 
     def end(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            if self._in_flight == 0:
-                self._clear.set()
+        """On the event loop, once its answer is written: wakes the data plane."""
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            done, self._done = self._done, threading.Event()
+            done.set()
+
+    def watch(self, fd: int) -> None:
+        """Count unread bytes on this control connection as control work waiting."""
+        if self._poller is not None:
+            self._poller.register(fd, select.EPOLLIN)
+            self._watched += 1
+
+    def unwatch(self, fd: int) -> None:
+        if self._poller is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._poller.unregister(fd)
+                self._watched -= 1
+
+    def pending(self) -> bool:
+        return bool(self._in_flight) or (self._watched > 0 and self._ready())
 
     def checkpoint(self) -> None:
-        """Called by data-plane code: wait (releasing the GIL) while a control request is in flight."""
-        if not self._clear.is_set():
-            self._clear.wait(self.MAX_PAUSE_S)
+        """Called by data-plane code: while control work is pending, block until the control plane
+        has answered (or MAX_PAUSE_S has passed).
+
+        A blocked thread does not compete for the GIL, so the event loop and the control handler
+        get it at the next switch. Nothing here takes a lock the control path needs.
+        """
+        if self.pending():
+            self._done.wait(self.MAX_PAUSE_S)
+
+    def close(self) -> None:
+        if self._poller is not None:
+            self._poller.close()
 
 
 class RequestChannel:
@@ -233,6 +286,45 @@ def _settle(future: asyncio.Future[Result], result: Result) -> None:
         future.set_result(result)
 
 
+class _ArrivalReader(asyncio.StreamReader):
+    """A control connection's reader: control work counts from a request's first byte to its answer.
+
+    The loop hands bytes to the reader (``feed_data``) well before the coroutine waiting on them runs
+    again; announcing the request only once it is parsed would let data-plane threads take the GIL
+    back in between.
+    """
+
+    def __init__(self, priority: ControlPriority) -> None:
+        super().__init__(limit=_READ_LIMIT)
+        self._priority = priority
+        self._unread = 0
+        self._active = False
+
+    def feed_data(self, data: bytes) -> None:
+        super().feed_data(data)
+        self._unread += len(data)
+        if not self._active:
+            self._active = True
+            self._priority.begin()
+
+    async def readexactly(self, n: int) -> bytes:
+        data = await super().readexactly(n)
+        self._unread -= len(data)
+        return data
+
+    def settle(self) -> None:
+        """After an answer: the connection is idle again unless the next request has started."""
+        if self._active and self._unread == 0:
+            self._active = False
+            self._priority.end()
+
+    def release(self) -> None:
+        """The connection is closing."""
+        if self._active:
+            self._active = False
+            self._priority.end()
+
+
 class Listener:
     """One TCP listener feeding a RequestChannel.
 
@@ -256,9 +348,9 @@ class Listener:
         self.name = name
         self.channel = channel
         self.on_sent = on_sent
-        self.priority = priority
-        """For the control-plane listener: announces each request from read to answer written."""
         """Called once a response is written: the request's total time ends there, as in Kafka."""
+        self.priority = priority
+        """For the control-plane listener: announces each request from its first byte to its answer."""
         self.accepts = None if accepts is None else frozenset(accepts)
         self.reject = reject
         self.unsupported = unsupported
@@ -268,7 +360,15 @@ class Listener:
         self.port = 0
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._serve, host or None, port, limit=1 << 20)
+        if self.priority is None:
+            self._server = await asyncio.start_server(self._serve, host or None, port, limit=_READ_LIMIT)
+        else:
+            priority = self.priority
+
+            def protocol() -> asyncio.StreamReaderProtocol:
+                return asyncio.StreamReaderProtocol(_ArrivalReader(priority), self._serve)
+
+            self._server = await asyncio.get_running_loop().create_server(protocol, host or None, port)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("listener %s on %s:%d (%s queue)", self.name, host or "*", self.port, self.channel.name)
         return self.port
@@ -291,6 +391,10 @@ class Listener:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peername = writer.get_extra_info("peername")
         peer = f"{peername[0]}:{peername[1]}" if isinstance(peername, tuple) else str(peername)
+        fd = sock.fileno() if sock is not None and self.priority is not None else -1
+        if fd >= 0 and self.priority is not None:
+            self.priority.watch(fd)
+        arrivals = reader if isinstance(reader, _ArrivalReader) else None
         try:
             while True:
                 reason = await self._one_request(reader, writer, peer)
@@ -298,12 +402,18 @@ class Listener:
                     if reason:
                         log.warning("listener %s: closing connection from %s: %s", self.name, peer, reason)
                     break
+                if arrivals is not None:
+                    arrivals.settle()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
             pass  # the listener is closing; a quiet end keeps asyncio from logging the cancelled task
         finally:
             self._connections.discard(task)
+            if fd >= 0 and self.priority is not None:
+                self.priority.unwatch(fd)
+            if arrivals is not None:
+                arrivals.release()
             writer.close()
 
     async def _one_request(
@@ -337,19 +447,13 @@ class Listener:
             return None
         loop = asyncio.get_running_loop()
         request = Request(header, frame, offset, self.name, peer, received, loop.create_future())
-        if self.priority is not None:
-            self.priority.begin()
-        try:
-            await self.channel.submit(request)
-            result = await request.future
-            if isinstance(result, Close):
-                return result.reason
-            if result is not None:
-                writer.write(result)
-                await writer.drain()
-        finally:
-            if self.priority is not None:
-                self.priority.end()
+        await self.channel.submit(request)
+        result = await request.future
+        if isinstance(result, Close):
+            return result.reason
+        if result is not None:
+            writer.write(result)
+            await writer.drain()
         if self.on_sent is not None:
             self.on_sent(request)
         return None

@@ -159,6 +159,8 @@ class BrokerServer:
         await self.data_channel.stop()
         if self.control_channel is not None:
             await self.control_channel.stop()
+        if self.control_priority is not None:
+            self.control_priority.close()
         self.replica_manager.checkpoint_high_watermarks()
         await self.zk.close()
         self.events.emit("shutdown_complete", broker_epoch=self.identity.epoch)

@@ -21,6 +21,7 @@ from protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, check_frame, f
 from protocol.headers import RequestHeader
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
 from protocol.registry import SUPPORTED_VERSIONS, is_supported, message_codec
+from protocol.types import Encoded
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -30,6 +31,7 @@ __all__ = [
     "ApiKey",
     "ApiSpec",
     "CorruptRecordBatch",
+    "Encoded",
     "ErrorCode",
     "FrameReader",
     "FrameTooLarge",

@@ -22,7 +22,17 @@ from typing import Any
 
 from construct import Construct, Flag, FormatField, Renamed
 
-from protocol.types import KArray, KBytes, KString, KStruct, TaggedFields, Uuid, min_size, uvarint_bytes
+from protocol.types import (
+    Encoded,
+    KArray,
+    KBytes,
+    KString,
+    KStruct,
+    TaggedFields,
+    Uuid,
+    min_size,
+    uvarint_bytes,
+)
 
 __all__ = ["DECODE_ERRORS", "ENCODE_ERRORS", "FastPathMiss", "compile_decoder", "compile_encoder"]
 
@@ -126,6 +136,7 @@ class _Source:
             "_skip_tagged_fields": _skip_tagged_fields,
             "_uvarint_bytes": uvarint_bytes,
             "_UUID": uuid.UUID,
+            "_Encoded": Encoded,
         }
 
     def emit(self, line: str) -> None:
@@ -391,7 +402,10 @@ def _encode_array_items(src: _Source, con: KArray, items: str) -> None:
     src.emit(f"for {item} in {items}:")
     src.indent += 1
     if isinstance(element, KStruct):
-        src.emit(f"if {item}.__class__ is not dict: raise FastPathMiss")
+        src.emit(f"if {item}.__class__ is not dict:")
+        src.emit(f"    if {item}.__class__ is not _Encoded: raise FastPathMiss")
+        src.emit(f"    out += {item}")
+        src.emit("    continue")
         _encode_struct(src, element, item)
     else:
         _encode_struct(src, KStruct("item" / element), f"{{'item': {item}}}")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gc
 import io
+from collections.abc import Callable
 from typing import Any
 
-from construct import Construct, ConstructError
+from construct import Construct, ConstructError, Renamed
 
 from protocol.errors import ProtocolError
 from protocol.fastpath import DECODE_ERRORS, ENCODE_ERRORS, compile_decoder, compile_encoder
+from protocol.types import Encoded, KArray, KStruct
 
 _PAUSE_GC_ABOVE = 64 * 1024
 
@@ -26,6 +28,20 @@ def _describe(exc: ConstructError) -> str:
     return f"{path or 'body'}: {text}"
 
 
+def _array_element(schema: Construct, field: str) -> KStruct:
+    for sub in schema.subcons:
+        if sub.name == field:
+            while isinstance(sub, Renamed):
+                sub = sub.subcon
+            element = sub.element if isinstance(sub, KArray) else None
+            while isinstance(element, Renamed):
+                element = element.subcon
+            if isinstance(element, KStruct):
+                return element
+            break
+    raise KeyError(f"no top-level array of structs named {field!r}")
+
+
 class MessageCodec:
     """Encodes and decodes one message version (or header version) of the wire protocol.
 
@@ -34,13 +50,14 @@ class MessageCodec:
     alone (the benchmark's baseline and the property tests' oracle).
     """
 
-    __slots__ = ("_fast_decode", "_fast_encode", "label", "schema")
+    __slots__ = ("_element_encoders", "_fast_decode", "_fast_encode", "label", "schema")
 
     def __init__(self, label: str, schema: Construct) -> None:
         self.label = label
         self.schema = schema
         self._fast_decode = compile_decoder(schema)
         self._fast_encode = compile_encoder(schema)
+        self._element_encoders: dict[str, Callable[[dict[str, Any]], Encoded]] = {}
 
     def __repr__(self) -> str:
         return f"<MessageCodec {self.label}>"
@@ -100,6 +117,28 @@ class MessageCodec:
         out = bytearray()
         self.encode_into(body, out)
         return bytes(out)
+
+    def element_encoder(self, field: str) -> Callable[[dict[str, Any]], Encoded]:
+        """An encoder for one element of the top-level array ``field``, whose result this codec's
+        encoders accept in that array in place of the element's dict."""
+        encoder = self._element_encoders.get(field)
+        if encoder is None:
+            element = _array_element(self.schema, field)
+            fast = compile_encoder(element)
+
+            def encoder(item: dict[str, Any]) -> Encoded:
+                out = bytearray()
+                try:
+                    fast(item, out)
+                except ENCODE_ERRORS:
+                    try:
+                        return Encoded(element.build(item))
+                    except ConstructError as exc:
+                        raise ProtocolError(f"{self.label}: {field}[]: {_describe(exc)}") from None
+                return Encoded(out)
+
+            self._element_encoders[field] = encoder
+        return encoder
 
     def reference_encode(self, body: dict[str, Any]) -> bytes:
         try:

@@ -215,6 +215,16 @@ class KBytes(_LengthPrefixed):
         raise ConstructError("a byte string has no fixed size", path=path)
 
 
+class Encoded(bytes):
+    """An array element encoded ahead of time (by ``MessageCodec.element_encoder``); written as is.
+
+    Lets a handler encode a big response piece by piece, such as a Metadata response topic by
+    topic, pausing between pieces, instead of building every element's dict before one long encode.
+    """
+
+    __slots__ = ()
+
+
 class KArray(_LengthPrefixed):
     """Kafka array: int32 count (compact: uvarint count+1) of ``element``, -1 for null where allowed."""
 
@@ -244,7 +254,10 @@ class KArray(_LengthPrefixed):
         items = list(obj)
         self._write_length(len(items), stream, context, path)
         for i, item in enumerate(items):
-            self.element._build(item, stream, context, f"{path}[{i}]")
+            if type(item) is Encoded:
+                stream.write(item)
+            else:
+                self.element._build(item, stream, context, f"{path}[{i}]")
         return obj
 
     def _sizeof(self, context: Any, path: str) -> int:

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import socket
 import struct
 import threading
 import time
@@ -185,6 +186,7 @@ async def serving(
     accepts: Collection[int] | None = None,
     max_frame_size: int = MAX_FRAME,
     release: Iterable[threading.Event] = (),
+    priority: ControlPriority | None = None,
 ) -> AsyncIterator[Listener]:
     """Start ``plane`` and a listener on it; on exit open ``release`` gates so the threads can end."""
     plane.start()
@@ -195,6 +197,7 @@ async def serving(
         reject=reject,
         unsupported=unsupported,
         max_frame_size=max_frame_size,
+        priority=priority,
     )
     await listener.start("127.0.0.1", 0)
     try:
@@ -532,3 +535,55 @@ def test_data_plane_checkpoints_wait_only_while_a_control_request_is_in_flight()
     worker.start()
     worker.join(5)
     assert released.is_set()
+
+
+def test_unread_bytes_on_a_watched_connection_count_as_pending_control_work() -> None:
+    priority = ControlPriority()
+    ours, theirs = socket.socketpair()
+    try:
+        priority.watch(ours.fileno())
+        assert not priority.pending()
+        theirs.sendall(b"\x00\x00")
+        assert priority.pending(), "bytes in the kernel are seen before the event loop reads them"
+        started = time.monotonic()
+        priority.checkpoint()  # nobody will answer: the pause ends at its bound
+        assert time.monotonic() - started >= ControlPriority.MAX_PAUSE_S * 0.9
+        assert ours.recv(2) == b"\x00\x00"
+        assert not priority.pending()
+        priority.unwatch(ours.fileno())
+        theirs.sendall(b"\x00")
+        assert not priority.pending(), "an unwatched connection does not count"
+    finally:
+        priority.close()
+        ours.close()
+        theirs.close()
+
+
+async def test_a_control_request_is_pending_from_its_first_byte_to_its_answer(serve: Serve) -> None:
+    priority = ControlPriority()
+    gate = threading.Event()
+    seen: list[bool] = []
+
+    def handle(request: Request) -> Result:
+        seen.append(priority.pending())
+        gate.wait(TIMEOUT)
+        return answer(request.header)
+
+    control = channel(handle, capacity=20, threads=1, prefix="control-plane")
+    async with serve(control, release=[gate], priority=priority) as listener:
+        client = await Client.connect(listener.port)
+        frame = request_frame(1)
+        await client.send(frame[:3])  # not even a whole size prefix yet
+        await wait_until(priority.pending, "the first bytes are announced")
+        await client.send(frame[3:])
+        await wait_until(lambda: bool(seen), "the request reaches its handler")
+        assert seen == [True]
+        gate.set()
+        assert (await client.read_answer())[0] == 1
+        await wait_until(lambda: not priority.pending(), "the answer ends the control work")
+
+        await client.send(frame[:5])  # a request cut short by a closed connection
+        await wait_until(priority.pending, "the next request is announced")
+        client.close()
+        await wait_until(lambda: not priority.pending(), "a closed connection leaves nothing pending")
+    priority.close()

@@ -1,0 +1,159 @@
+"""Metadata answers from the cache, encoded topic by topic with a checkpoint between topics.
+
+Each test decodes the response bytes a client would receive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, cast
+
+import pytest
+
+from broker.metadata_api import MetadataApis
+from broker.metadata_cache import MetadataCache
+from broker.network import Request, Result
+from protocol import (
+    ApiKey,
+    ErrorCode,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+)
+
+BROKER_ID = 1
+LISTENER = "PLAINTEXT"
+
+
+def live(*ids: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": b,
+            "endpoints": [{"port": 9092, "host": f"b{b}", "listener": LISTENER, "security_protocol": 0}],
+            "rack": None,
+        }
+        for b in ids
+    ]
+
+
+def state(
+    index: int, leader: int, leader_epoch: int = 1, replicas: tuple[int, ...] = (1, 2)
+) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "controller_epoch": 1,
+        "leader": leader,
+        "leader_epoch": leader_epoch,
+        "isr": list(replicas),
+        "zk_version": 0,
+        "replicas": list(replicas),
+        "offline_replicas": [],
+    }
+
+
+def update(
+    cache: MetadataCache, topics: dict[str, list[dict[str, Any]]], brokers: tuple[int, ...] = (1, 2)
+) -> None:
+    cache.update(
+        {
+            "controller_id": 100,
+            "topic_states": [{"topic_name": t, "partition_states": s} for t, s in topics.items()],
+            "live_brokers": live(*brokers),
+        }
+    )
+
+
+class Client:
+    """Sends Metadata requests through the handler and the response codec, as the broker does."""
+
+    def __init__(self) -> None:
+        self.cache = MetadataCache()
+        self.apis = MetadataApis(
+            BROKER_ID,
+            self.cache,
+            lambda: {LISTENER: ("localhost", 9092)},
+            lambda: "cluster",
+            lambda: (ApiKey.METADATA,),
+        )
+
+    def raw(self, version: int, topics: list[str] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"topics": None if topics is None else [{"name": t} for t in topics]}
+        if version >= 4:
+            body["allow_auto_topic_creation"] = False
+        if version >= 8:
+            body["include_cluster_authorized_operations"] = False
+            body["include_topic_authorized_operations"] = False
+        frame = encode_request(ApiKey.METADATA, version, 7, "test", body)
+        header, offset = decode_request_header(frame)
+        future = cast("asyncio.Future[Result]", None)
+        request = Request(header, frame, offset, LISTENER, "127.0.0.1:1", time.monotonic(), future)
+        return self.apis.metadata(request, body)
+
+    def metadata(self, version: int, topics: list[str] | None = None) -> dict[str, Any]:
+        response = self.raw(version, topics)
+        correlation_id, decoded = decode_response(
+            ApiKey.METADATA, version, encode_response(ApiKey.METADATA, version, 7, response)
+        )
+        assert correlation_id == 7
+        return decoded
+
+    def leaders(self, version: int = 1) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (leader, error code)."""
+        return {
+            (t["name"], p["partition_index"]): (p["leader_id"], p["error_code"])
+            for t in self.metadata(version)["topics"]
+            for p in t["partitions"]
+        }
+
+
+@pytest.mark.parametrize("version", range(1, 9))
+def test_every_version_describes_the_cache(version: int) -> None:
+    client = Client()
+    update(client.cache, {"a": [state(0, 1, 4), state(1, 2, 6)], "b": [state(0, 2, 3, (2, 1))]})
+    response = client.metadata(version)
+    assert [b["node_id"] for b in response["brokers"]] == [1, 2]
+    topics = {t["name"]: t for t in response["topics"]}
+    assert sorted(topics) == ["a", "b"]
+    partitions = {p["partition_index"]: p for p in topics["a"]["partitions"]}
+    assert partitions[1]["leader_id"] == 2 and partitions[1]["replica_nodes"] == [1, 2]
+    if version >= 7:
+        assert partitions[1]["leader_epoch"] == 6
+    if version >= 8:
+        assert topics["b"]["topic_authorized_operations"] == -(2**31)
+
+
+def test_a_leader_change_is_served_at_once() -> None:
+    client = Client()
+    update(client.cache, {"a": [state(0, 1)], "b": [state(0, 2)]})
+    assert client.leaders() == {("a", 0): (1, ErrorCode.NONE), ("b", 0): (2, ErrorCode.NONE)}
+    update(client.cache, {"a": [state(0, 2, 2)]})
+    assert client.leaders() == {("a", 0): (2, ErrorCode.NONE), ("b", 0): (2, ErrorCode.NONE)}
+
+
+def test_every_topic_passes_a_checkpoint() -> None:
+    client = Client()
+    update(client.cache, {"a": [state(0, 1)], "b": [state(0, 2)], "c": [state(0, 1)]})
+    calls: list[int] = []
+    client.apis.checkpoint = lambda: calls.append(1)
+    client.metadata(1)
+    assert len(calls) == 3
+
+
+def test_a_broker_leaving_is_seen_in_topics_it_did_not_touch() -> None:
+    client = Client()
+    update(client.cache, {"a": [state(0, 2)]})
+    assert client.leaders() == {("a", 0): (2, ErrorCode.NONE)}
+    update(client.cache, {}, brokers=(1,))  # broker 2 is gone; topic a's state itself is unchanged
+    assert client.leaders() == {("a", 0): (-1, ErrorCode.LEADER_NOT_AVAILABLE)}
+
+
+def test_unknown_and_deleted_topics_are_not_served_from_old_encodings() -> None:
+    client = Client()
+    update(client.cache, {"a": [state(0, 1)]})
+    unknown = client.metadata(1, ["a", "nope"])["topics"][1]
+    assert unknown["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    update(client.cache, {"a": [{**state(0, 1), "leader": -2}]})  # deletion removes the partition
+    (topic,) = client.metadata(1, ["a"])["topics"]
+    assert topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic["partitions"] == []
