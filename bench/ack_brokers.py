@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -37,20 +36,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from daemon.runtime import die_with_parent
 from protocol import ApiKey, ProtocolError, decode_request_header, encode_response, error_response_body
 from protocol.framing import DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX, frame_size
 from zkstore.aio import AsyncZooKeeper
 from zkstore.registration import register_broker
 from zkstore.znodes import BrokerRegistration, Endpoint
 
-__all__ = ["AckBrokers", "BrokerInfo", "die_with_parent", "merge_stats"]
+__all__ = ["AckBrokers", "BrokerInfo", "merge_stats"]
 
 log = logging.getLogger("bench.ack_brokers")
 
 LISTENERS = ("CONTROLLER", "PLAINTEXT")
 HEADER_PEEK = 512
 """Payload bytes read before decoding the header: more than any header (its client id included)."""
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(slots=True)
@@ -221,12 +220,6 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 # -- several processes
-
-
-def die_with_parent() -> None:
-    """In a child before exec: get SIGTERM when the parent dies, so no broker outlives a crashed bench."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _split(brokers: int, first_id: int, processes: int) -> list[tuple[int, int]]:

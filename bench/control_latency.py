@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import itertools
 import json
 import math
@@ -53,6 +52,7 @@ from typing import Any, Protocol
 from bench.codec import topic_states
 from bench.machine import machine, write_report
 from daemon.connection import KafkaConnection
+from daemon.runtime import die_with_parent
 from protocol import ApiKey, ErrorCode, encode_request, epoch_field
 from zkstore import znodes
 from zkstore.local_server import ZooKeeperServer
@@ -75,7 +75,6 @@ DATA_IDLE = "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent"
 CONTROL_IDLE = "kafka_server_kafkarequesthandlerpool_controlplanerequesthandleravgidlepercent"
 SCRAPE_INTERVAL_S = 0.25
 _INT32 = struct.Struct(">i")
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -203,12 +202,6 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 # -- the load: Metadata v1 for all topics, pipelined, from separate processes
 
 
-def _die_with_parent() -> None:
-    """In a child: SIGTERM when this benchmark dies, so no broker or load generator outlives it."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 async def _metadata_stream(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
@@ -277,7 +270,7 @@ def load_worker(
     stop: Any,
 ) -> None:
     """A load-generator process: its own event loop, so the load never shares the probe's."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
         import uvloop
@@ -405,7 +398,7 @@ class BrokerRun:
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def events(self) -> list[dict[str, Any]]:

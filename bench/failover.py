@@ -38,10 +38,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.ack_brokers import AckBrokers, die_with_parent, merge_stats
+from bench.ack_brokers import AckBrokers, merge_stats
 from bench.machine import machine, write_report
 from bench.zk_populate import Cluster, ensure_chroot, populate
 from bench.zk_read import jvm_opts
+from daemon.runtime import die_with_parent
 from zkstore.aio import AsyncZooKeeper
 from zkstore.local_server import ZooKeeperServer
 

@@ -30,13 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.ack_brokers import AckBrokers, die_with_parent
+from bench.ack_brokers import AckBrokers
 from bench.failover import cpu_stall_us, stall_share
 from bench.machine import machine, write_report
 from controller.channel import ChannelManager
 from controller.context import ControllerContext, LiveBroker
 from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from controller.request_batch import EpochProtocol, OutgoingRequest, RequestBatch
+from daemon.runtime import die_with_parent
 from zkstore.znodes import BrokerRegistration, Endpoint
 
 REPLICATION_FACTOR = 3

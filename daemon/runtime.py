@@ -11,7 +11,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import gc
+import signal
 import sys
 
 GC_THRESHOLDS = (50_000, 20, 100)
@@ -21,3 +24,13 @@ SWITCH_INTERVAL_S = 0.0005
 def tune_interpreter() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child (before exec, or first thing): SIGTERM when the parent dies, so no server it
+    started outlives a crashed or killed parent. Linux only; elsewhere a no-op."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
