@@ -35,6 +35,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
+from broker.apis import broker_epoch_is_stale
 from daemon.server import RequestServer, current_request
 from protocol import ApiKey, ErrorCode, RequestHeader, epoch_field
 from zkstore.aio import AsyncZooKeeper
@@ -305,11 +306,7 @@ class SimulatedBroker:
         """Kafka's order: the broker epoch first, then the controller epoch."""
         name = epoch_field(ApiKey(header.api_key), header.api_version)
         request_epoch = body[name]
-        if name == "max_broker_epoch":
-            stale = request_epoch < self.epoch  # the maximum over live brokers: -1 is no exception
-        else:
-            stale = request_epoch != UNKNOWN_BROKER_EPOCH and request_epoch < self.epoch
-        if stale:
+        if broker_epoch_is_stale(header.api_key, header.api_version, body, self.epoch):
             reason = f"{name} 0x{request_epoch:x} < own epoch 0x{self.epoch:x}"
             return self._reject(header, body, ErrorCode.STALE_BROKER_EPOCH, reason)
         if body["controller_epoch"] < self.controller_epoch:

@@ -61,8 +61,6 @@ REPO = Path(__file__).resolve().parents[1]
 BROKER_ID = 1
 CONTROLLER_ID = 1
 CONTROLLER_EPOCH = 1
-ANY_BROKER_EPOCH = -1
-"""``max_broker_epoch`` -1: accepted whatever this broker's epoch is."""
 LEADER_AND_ISR_VERSION = 5
 UPDATE_METADATA_VERSION = 7
 METADATA_VERSION = 1
@@ -120,17 +118,19 @@ def live_brokers(count: int, own: dict[str, tuple[str, int]]) -> list[dict[str, 
     return brokers
 
 
-def update_metadata(states: list[dict[str, Any]], brokers: list[dict[str, Any]]) -> dict[str, Any]:
+def update_metadata(
+    states: list[dict[str, Any]], brokers: list[dict[str, Any]], broker_epoch: int
+) -> dict[str, Any]:
     return {
         "controller_id": CONTROLLER_ID,
         "controller_epoch": CONTROLLER_EPOCH,
-        epoch_field(ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION): ANY_BROKER_EPOCH,
+        epoch_field(ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION): broker_epoch,
         "topic_states": states,
         "live_brokers": brokers,
     }
 
 
-def leader_and_isr(leader_epoch: int, host: str, port: int) -> dict[str, Any]:
+def leader_and_isr(leader_epoch: int, host: str, port: int, broker_epoch: int) -> dict[str, Any]:
     """Leadership of the probe partition for this broker with a newer leader epoch, so it is applied."""
     state = {
         "partition_index": 0,
@@ -145,7 +145,7 @@ def leader_and_isr(leader_epoch: int, host: str, port: int) -> dict[str, Any]:
     return {
         "controller_id": CONTROLLER_ID,
         "controller_epoch": CONTROLLER_EPOCH,
-        epoch_field(ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION): ANY_BROKER_EPOCH,
+        epoch_field(ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION): broker_epoch,
         "topic_states": [{"topic_name": PROBE_TOPIC, "partition_states": [state]}],
         "live_leaders": [{"broker_id": BROKER_ID, "host_name": host, "port": port}],
     }
@@ -154,9 +154,11 @@ def leader_and_isr(leader_epoch: int, host: str, port: int) -> dict[str, Any]:
 class ProbeRequests:
     """LeaderAndIsr v5 and a small UpdateMetadata v7, alternately; the leader epoch keeps rising."""
 
-    def __init__(self, small_update: dict[str, Any], leader: tuple[str, int]) -> None:
+    def __init__(self, small_update: dict[str, Any], leader: tuple[str, int], broker_epoch: int) -> None:
         self.small_update = small_update
         self.leader = leader
+        self.broker_epoch = broker_epoch
+        """The only live broker's epoch, hence the ``max_broker_epoch`` a controller would send."""
         self.leader_epoch = 0
         self._turn = itertools.cycle((ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA))
 
@@ -164,7 +166,7 @@ class ProbeRequests:
         api = next(self._turn)
         if api is ApiKey.UPDATE_METADATA:
             return api, UPDATE_METADATA_VERSION, self.small_update
-        body = leader_and_isr(self.leader_epoch, *self.leader)
+        body = leader_and_isr(self.leader_epoch, *self.leader, self.broker_epoch)
         self.leader_epoch += 1
         return api, LEADER_AND_ISR_VERSION, body
 
@@ -431,6 +433,10 @@ class BrokerRun:
     @property
     def metrics_port(self) -> int:
         return int(self.started["metrics_port"])
+
+    @property
+    def epoch(self) -> int:
+        return int(self.started["broker_epoch"])
 
     @property
     def pid(self) -> int:
@@ -712,7 +718,7 @@ async def run_mode(mode: str, zookeeper: str, workdir: Path, settings: Settings)
         _, response = await connection.send(
             ApiKey.UPDATE_METADATA,
             UPDATE_METADATA_VERSION,
-            update_metadata(states, brokers),
+            update_metadata(states, brokers, broker.epoch),
             timeout=PROBE_TIMEOUT_S,
         )
         if response["error_code"]:
@@ -721,9 +727,11 @@ async def run_mode(mode: str, zookeeper: str, workdir: Path, settings: Settings)
         # The small UpdateMetadata re-sends one partition unchanged and the same brokers: cache size kept.
         first = states[0]
         small = update_metadata(
-            [{"topic_name": first["topic_name"], "partition_states": first["partition_states"][:1]}], brokers
+            [{"topic_name": first["topic_name"], "partition_states": first["partition_states"][:1]}],
+            brokers,
+            broker.epoch,
         )
-        requests = ProbeRequests(small, endpoints["PLAINTEXT"])
+        requests = ProbeRequests(small, endpoints["PLAINTEXT"], broker.epoch)
         print(f"{mode}: idle probe for {settings.duration_s:.0f} s", flush=True)
         phases.append(await measure_phase("idle", broker, connection, requests, settings, None))
         load = LoadGenerator(*endpoints["PLAINTEXT"], settings)

@@ -68,8 +68,17 @@ class BrokerIdentity:
 
 
 def broker_epoch_is_stale(api_key: int, version: int, body: dict[str, Any], own_epoch: int) -> bool:
-    """KIP-380 (per-broker field) and seed 002 (max field) reduce to one rule: older than ours, unless -1."""
-    epoch = body[epoch_field(ApiKey(api_key), version)]
+    """Whether a control request is meant for an earlier registration of this broker.
+
+    KIP-380's ``broker_epoch``: older than ours, except -1, which a controller that predates KIP-380
+    leaves there. Seed 002's ``max_broker_epoch``: older than ours, no exception; it is the maximum
+    of the live brokers' epochs, which a controller sending these versions always knows, so a -1
+    has no legitimate sender and accepting it would let any request past the fence.
+    """
+    field = epoch_field(ApiKey(api_key), version)
+    epoch = body[field]
+    if field == "max_broker_epoch":
+        return epoch < own_epoch
     return epoch != UNKNOWN_BROKER_EPOCH and epoch < own_epoch
 
 

@@ -236,8 +236,8 @@ def partition_errors(response: dict[str, Any]) -> dict[tuple[str, int], int]:
 
 def prepare(broker: Broker, versions: Mapping[ApiKey, int]) -> None:
     """Host t-0 as leader (leader epoch 1) and cache t-0 with brokers 1 and 2, at controller epoch 1."""
-    assert send(broker, LAI, versions[LAI], leader_and_isr(versions[LAI], -1))["error_code"] == 0
-    assert send(broker, UM, versions[UM], update_metadata(versions[UM], -1)) == {"error_code": 0}
+    assert send(broker, LAI, versions[LAI], leader_and_isr(versions[LAI], EPOCH))["error_code"] == 0
+    assert send(broker, UM, versions[UM], update_metadata(versions[UM], EPOCH)) == {"error_code": 0}
 
 
 def changing_request(api_key: ApiKey, version: int, broker_epoch: int) -> dict[str, Any]:
@@ -296,8 +296,17 @@ def test_older_broker_epoch_is_rejected_and_changes_nothing(
 
 
 @pytest.mark.parametrize("api_key", CONTROL, ids=lambda k: k.name)
-@pytest.mark.parametrize("request_epoch", [EPOCH, EPOCH + 1, -1], ids=["equal", "newer", "unknown"])
-def test_current_newer_or_unknown_broker_epoch_is_applied(
+def test_max_broker_epoch_minus_one_is_no_exception(broker: Broker, api_key: ApiKey) -> None:
+    """-1 means "unknown" only in KIP-380's per-broker field; as a maximum it is just older."""
+    versions = MODES["max-epoch"]
+    prepare(broker, versions)
+    before = broker.state()
+    response = send(broker, api_key, versions[api_key], changing_request(api_key, versions[api_key], -1))
+    assert response == STALE_RESPONSES[api_key]
+    assert broker.state() == before
+
+
+def assert_applies(
     broker: Broker, versions: Mapping[ApiKey, int], api_key: ApiKey, request_epoch: int
 ) -> None:
     prepare(broker, versions)
@@ -308,6 +317,20 @@ def test_current_newer_or_unknown_broker_epoch_is_applied(
     if "partition_errors" in response:
         assert set(partition_errors(response).values()) == {ErrorCode.NONE}
     assert_applied(broker, api_key)
+
+
+@pytest.mark.parametrize("api_key", CONTROL, ids=lambda k: k.name)
+@pytest.mark.parametrize("request_epoch", [EPOCH, EPOCH + 1], ids=["equal", "newer"])
+def test_current_or_newer_broker_epoch_is_applied(
+    broker: Broker, versions: Mapping[ApiKey, int], api_key: ApiKey, request_epoch: int
+) -> None:
+    assert_applies(broker, versions, api_key, request_epoch)
+
+
+@pytest.mark.parametrize("api_key", CONTROL, ids=lambda k: k.name)
+def test_unknown_per_broker_epoch_is_applied(broker: Broker, api_key: ApiKey) -> None:
+    """-1 in KIP-380's field: a controller from before KIP-380, accepted as Kafka does."""
+    assert_applies(broker, MODES["per-broker"], api_key, -1)
 
 
 def test_a_new_registration_makes_the_previous_epoch_stale(

@@ -40,6 +40,7 @@ from protocol import (
 TIMEOUT = 10.0
 MAX_FRAME = 4096
 UPDATE_METADATA_V7 = (ApiKey.UPDATE_METADATA, 7)
+BROKER_EPOCH = 50
 
 Handle = Callable[[Request], Result]
 
@@ -48,11 +49,11 @@ Handle = Callable[[Request], Result]
 
 
 def update_metadata_body(controller_epoch: int = 1) -> dict[str, Any]:
-    """An UpdateMetadata v7 body that any broker epoch accepts (max_broker_epoch -1)."""
+    """An UpdateMetadata v7 body for the broker of ``make_apis`` (max_broker_epoch = its epoch)."""
     return {
         "controller_id": 100,
         "controller_epoch": controller_epoch,
-        "max_broker_epoch": -1,
+        "max_broker_epoch": BROKER_EPOCH,
         "topic_states": [],
         "live_brokers": [
             {
@@ -210,9 +211,10 @@ async def serving(
 
 
 def make_apis(log_dir: Path) -> KafkaApis:
-    """A broker's request handling with nothing hosted yet (broker 1, epoch 50)."""
+    """A broker's request handling with nothing hosted yet (broker 1, epoch BROKER_EPOCH)."""
     events = EventLog(None, "broker-1")
-    return KafkaApis(BrokerIdentity(1, epoch=50), ReplicaManager(1, log_dir, events), MetadataCache(), events)
+    identity = BrokerIdentity(1, epoch=BROKER_EPOCH)
+    return KafkaApis(identity, ReplicaManager(1, log_dir, events), MetadataCache(), events)
 
 
 @pytest.fixture
