@@ -5,7 +5,7 @@ Control requests are checked as Apache Kafka checks them (reference §4.1), brok
 * per-broker versions (LeaderAndIsr v2, UpdateMetadata v5, StopReplica v1): ``broker_epoch`` older
   than this broker's epoch is STALE_BROKER_EPOCH; -1 (unknown) and newer are accepted;
 * the seed's max-epoch versions (v5 / v7 / v4): rejected iff ``max_broker_epoch`` is below this
-  broker's epoch (-1 accepted).
+  broker's epoch (-1 included: it has no "unknown" meaning there).
 
 Both are accepted at any time, so a cluster can switch protocols one controller restart at a time.
 """
@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from broker.metadata_cache import MetadataCache
-from broker.network import Close, Request, Result
+from broker.network import Close, Outcome, Request, Result
 from broker.replica_manager import ReplicaManager
 from daemon.eventlog import EventLog
 from protocol import (
@@ -38,8 +39,11 @@ from protocol.registry import api_spec
 
 log = logging.getLogger("broker.apis")
 
-Handler = Callable[["Request", dict[str, Any]], dict[str, Any]]
-"""A request handler: the request (header, listener, peer) and its decoded body -> the response body."""
+Reply = dict[str, Any] | Future[dict[str, Any]] | None
+"""A response body; a future of one for requests that wait (acks=all, long-polling fetches); None for
+none at all (acks=0)."""
+Handler = Callable[["Request", dict[str, Any]], Reply]
+"""A request handler: the request (header, listener, peer) and its decoded body -> its reply."""
 
 
 def api_versions_entries(api_keys: Collection[int]) -> list[dict[str, int]]:
@@ -113,7 +117,7 @@ class KafkaApis:
 
     # -- entry point (handler threads)
 
-    def handle(self, request: Request) -> Result:
+    def handle(self, request: Request) -> Outcome:
         header = request.header
         handler = self._handlers.get(header.api_key)
         if handler is None:
@@ -128,12 +132,34 @@ class KafkaApis:
         if control:
             self._received(request, body)
         started = time.monotonic()
-        response = handler(request, body)
+        reply = handler(request, body)
+        if reply is None:
+            return None
+        if isinstance(reply, Future):
+            return self._when_done(request, reply)
         if control:
-            self._handled(request, body, response, started)
+            self._handled(request, body, reply, started)
+        return self._encode(request, reply)
+
+    def _encode(self, request: Request, response: dict[str, Any]) -> bytes:
+        header = request.header
         if self.on_handled is not None:
             self.on_handled(request, response.get("error_code", 0))
         return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+
+    def _when_done(self, request: Request, reply: Future[dict[str, Any]]) -> Future[Result]:
+        """The encoded response once a waiting request completes (on whichever thread completes it)."""
+        out: Future[Result] = Future()
+
+        def done(finished: Future[dict[str, Any]]) -> None:
+            try:
+                out.set_result(self._encode(request, finished.result()))
+            except Exception as exc:  # a bug must close the connection, not leave the client waiting
+                log.exception("error completing %s", request.header)
+                out.set_result(Close(f"internal error completing the request: {exc!r}"))
+
+        reply.add_done_callback(done)
+        return out
 
     def unsupported_version_response(self, exc: UnsupportedVersionError) -> bytes:
         """UNSUPPORTED_VERSION in the API's oldest layout; for ApiVersions, with what is supported."""

@@ -66,7 +66,31 @@ KEYS = (
     ConfigKey("controller.socket.timeout.ms", "int", 30000, check=at_least(1)),
     ConfigKey("replica.high.watermark.checkpoint.interval.ms", "int", 5000, check=at_least(10)),
     ConfigKey("metrics.port", "int", None, check=between(0, 65535)),
+    # -- the data plane: logs, replication, ISR
+    ConfigKey("log.segment.bytes", "int", 1 << 30, check=at_least(1024)),
+    ConfigKey("log.roll.ms", "int", None, check=at_least(1)),
+    ConfigKey("log.roll.hours", "int", 168, check=at_least(1)),
+    ConfigKey("log.retention.ms", "int", None, check=at_least(-1)),
+    ConfigKey("log.retention.minutes", "int", None, check=at_least(-1)),
+    ConfigKey("log.retention.hours", "int", 168, check=at_least(-1)),
+    ConfigKey("log.retention.bytes", "int", -1, check=at_least(-1)),
+    ConfigKey("log.retention.check.interval.ms", "int", 300000, check=at_least(1)),
+    ConfigKey("log.index.interval.bytes", "int", 4096, check=at_least(0)),
+    ConfigKey("log.flush.offset.checkpoint.interval.ms", "int", 60000, check=at_least(10)),
+    ConfigKey("message.max.bytes", "int", 1048588, check=at_least(0)),
+    ConfigKey("min.insync.replicas", "int", 1, check=at_least(1)),
+    ConfigKey("replica.lag.time.max.ms", "int", 30000, check=at_least(1)),
+    ConfigKey("replica.fetch.max.bytes", "int", 1048576, check=at_least(0)),
+    ConfigKey("replica.fetch.response.max.bytes", "int", 10485760, check=at_least(0)),
+    ConfigKey("replica.fetch.wait.max.ms", "int", 500, check=at_least(0)),
+    ConfigKey("replica.fetch.min.bytes", "int", 1, check=at_least(1)),
+    ConfigKey("replica.fetch.backoff.ms", "int", 1000, check=at_least(0)),
+    ConfigKey("replica.socket.timeout.ms", "int", 30000, check=at_least(1)),
+    ConfigKey("num.replica.fetchers", "int", 1, check=at_least(1)),
 )
+
+_MS_PER_MINUTE = 60_000
+_MS_PER_HOUR = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -90,6 +114,24 @@ class BrokerConfig:
     controller_socket_timeout_s: float
     hw_checkpoint_interval_s: float
     metrics_port: int | None
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 168 * _MS_PER_HOUR
+    retention_ms: int = 168 * _MS_PER_HOUR
+    """-1: no time limit."""
+    retention_bytes: int = -1
+    retention_check_interval_s: float = 300.0
+    index_interval_bytes: int = 4096
+    recovery_checkpoint_interval_s: float = 60.0
+    message_max_bytes: int = 1048588
+    min_insync_replicas: int = 1
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_max_bytes: int = 1048576
+    replica_fetch_response_max_bytes: int = 10485760
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_s: float = 1.0
+    replica_socket_timeout_s: float = 30.0
+    num_replica_fetchers: int = 1
     loaded: LoadedConfig | None = None
 
     @property
@@ -166,8 +208,36 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         controller_socket_timeout_s=loaded["controller.socket.timeout.ms"] / 1000.0,
         hw_checkpoint_interval_s=loaded["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
         metrics_port=loaded["metrics.port"],
+        segment_bytes=loaded["log.segment.bytes"],
+        segment_ms=loaded["log.roll.ms"] or loaded["log.roll.hours"] * _MS_PER_HOUR,
+        retention_ms=_retention_ms(loaded),
+        retention_bytes=loaded["log.retention.bytes"],
+        retention_check_interval_s=loaded["log.retention.check.interval.ms"] / 1000.0,
+        index_interval_bytes=loaded["log.index.interval.bytes"],
+        recovery_checkpoint_interval_s=loaded["log.flush.offset.checkpoint.interval.ms"] / 1000.0,
+        message_max_bytes=loaded["message.max.bytes"],
+        min_insync_replicas=loaded["min.insync.replicas"],
+        replica_lag_time_max_ms=loaded["replica.lag.time.max.ms"],
+        replica_fetch_max_bytes=loaded["replica.fetch.max.bytes"],
+        replica_fetch_response_max_bytes=loaded["replica.fetch.response.max.bytes"],
+        replica_fetch_wait_max_ms=loaded["replica.fetch.wait.max.ms"],
+        replica_fetch_min_bytes=loaded["replica.fetch.min.bytes"],
+        replica_fetch_backoff_s=loaded["replica.fetch.backoff.ms"] / 1000.0,
+        replica_socket_timeout_s=loaded["replica.socket.timeout.ms"] / 1000.0,
+        num_replica_fetchers=loaded["num.replica.fetchers"],
         loaded=loaded,
     )
+
+
+def _retention_ms(loaded: LoadedConfig) -> int:
+    """Kafka's precedence: log.retention.ms, then .minutes, then .hours; -1 in any means no limit."""
+    if loaded["log.retention.ms"] is not None:
+        return int(loaded["log.retention.ms"])
+    if loaded["log.retention.minutes"] is not None:
+        minutes = int(loaded["log.retention.minutes"])
+        return -1 if minutes < 0 else minutes * _MS_PER_MINUTE
+    hours = int(loaded["log.retention.hours"])
+    return -1 if hours < 0 else hours * _MS_PER_HOUR
 
 
 def load(path: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> BrokerConfig:

@@ -16,6 +16,7 @@ import asyncio
 import collections
 import contextlib
 import ctypes
+import functools
 import logging
 import queue
 import select
@@ -23,6 +24,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Collection
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from protocol import (
@@ -49,6 +51,8 @@ class Close:
 
 Result = bytes | None | Close
 """A response frame, no response at all (acks=0 produce), or Close."""
+Outcome = Result | Future[Result]
+"""What a handler returns: a result now, or a future one (a request waiting in a purgatory)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -159,7 +163,7 @@ class RequestChannel:
         capacity: int,
         threads: int,
         thread_prefix: str,
-        handle: Callable[[Request], Result],
+        handle: Callable[[Request], Outcome],
         yield_to: ControlPriority | None = None,
     ) -> None:
         self.name = name
@@ -272,13 +276,23 @@ class RequestChannel:
                 self._yield_to.checkpoint()
             request.dequeued_at = time.monotonic()
             try:
-                result: Result = self._handle(request)
+                result: Outcome = self._handle(request)
             except Exception as exc:  # a handler bug closes that connection, never the thread
                 log.exception("%s: error handling %s from %s", self.name, request.header, request.peer)
                 result = Close(f"internal error handling the request: {exc!r}")
             request.handled_at = time.monotonic()
-            if not loop.is_closed():
+            if isinstance(result, Future):
+                result.add_done_callback(functools.partial(_settle_later, loop, request.future))
+            elif not loop.is_closed():
                 loop.call_soon_threadsafe(_settle, request.future, result)
+
+
+def _settle_later(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Result], done: Future[Result]
+) -> None:
+    """A waiting request completed (on any thread): answer it on the loop."""
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(_settle, future, done.result())
 
 
 def _settle(future: asyncio.Future[Result], result: Result) -> None:

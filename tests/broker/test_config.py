@@ -202,3 +202,29 @@ def test_command_line_exits_2_naming_the_bad_key(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert "num.io.threads" in done.stderr
+
+
+def test_data_plane_defaults_are_kafkas() -> None:
+    config = load(None, environ=environ({}))
+    assert config.segment_bytes == 1 << 30 and config.segment_ms == 168 * 3_600_000
+    assert config.retention_ms == 168 * 3_600_000 and config.retention_bytes == -1
+    assert config.min_insync_replicas == 1 and config.replica_lag_time_max_ms == 30000
+    assert config.message_max_bytes == 1048588 and config.replica_fetch_max_bytes == 1048576
+
+
+@pytest.mark.parametrize(
+    ("properties", "expected"),
+    [
+        ({"log.retention.hours": "2"}, 7_200_000),
+        ({"log.retention.minutes": "3", "log.retention.hours": "2"}, 180_000),
+        ({"log.retention.ms": "500", "log.retention.minutes": "3"}, 500),
+        ({"log.retention.hours": "-1"}, -1),
+        ({"log.retention.ms": "-1", "log.retention.hours": "2"}, -1),
+    ],
+)
+def test_retention_takes_ms_then_minutes_then_hours(properties: dict[str, str], expected: int) -> None:
+    assert load(None, environ=environ(properties)).retention_ms == expected
+
+
+def test_a_bad_data_plane_value_names_its_key() -> None:
+    assert config_error({"min.insync.replicas": "0"}).key == "min.insync.replicas"
