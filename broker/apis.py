@@ -39,9 +39,9 @@ from protocol.registry import api_spec
 
 log = logging.getLogger("broker.apis")
 
-Reply = dict[str, Any] | Future[dict[str, Any]] | None
+Reply = dict[str, Any] | Future[dict[str, Any]] | Close | None
 """A response body; a future of one for requests that wait (acks=all, long-polling fetches); None for
-none at all (acks=0)."""
+none at all (acks=0); Close to drop the connection instead (a failed acks=0 produce, as in Kafka)."""
 Handler = Callable[["Request", dict[str, Any]], Reply]
 """A request handler: the request (header, listener, peer) and its decoded body -> its reply."""
 
@@ -133,8 +133,8 @@ class KafkaApis:
             self._received(request, body)
         started = time.monotonic()
         reply = handler(request, body)
-        if reply is None:
-            return None
+        if reply is None or isinstance(reply, Close):
+            return reply
         if isinstance(reply, Future):
             return self._when_done(request, reply)
         if control:

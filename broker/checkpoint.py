@@ -50,14 +50,24 @@ def read_offsets(path: Path) -> dict[TopicPartition, int]:
 def write_offsets(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
     lines = [str(VERSION), str(len(offsets))]
     lines += [f"{tp.topic} {tp.partition} {offset}" for tp, offset in sorted(offsets.items())]
+    write_atomically(path, "\n".join(lines) + "\n")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that a crash leaves the old content or the new, never a mix."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make the creations, renames and deletions of files in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(fd)
     finally:
-        os.close(directory)
+        os.close(fd)

@@ -73,8 +73,8 @@ class Purgatory:
         self._wake = threading.Condition(self._lock)
         self._completed_since_purge = 0
         self._stopped = False
-        self._reaper = threading.Thread(target=self._reap, name=f"ExpirationReaper-{name}", daemon=True)
-        self._reaper.start()
+        self._reaper: threading.Thread | None = None
+        """Started by the first operation that has to wait."""
 
     def watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> Future[dict[str, Any]]:
         """Complete ``op`` now if it can; otherwise keep it until a ``check`` of a key or its deadline."""
@@ -87,6 +87,11 @@ class Purgatory:
             for key in keys:
                 self._watchers.setdefault(key, []).append(op)
             heapq.heappush(self._deadlines, (op.deadline, next(self._sequence), op))
+            if self._reaper is None:
+                self._reaper = threading.Thread(
+                    target=self._reap, name=f"ExpirationReaper-{self.name}", daemon=True
+                )
+                self._reaper.start()
             self._wake.notify()
         op.try_complete()  # the condition may have changed between the first try and the registration
         return op.future
@@ -123,7 +128,8 @@ class Purgatory:
             self._wake.notify()
         for op in pending:
             op.force_complete(expired=True)
-        self._reaper.join(5)
+        if self._reaper is not None:
+            self._reaper.join(5)
 
     def _reap(self) -> None:
         while True:

@@ -14,11 +14,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from broker.alter_partition_manager import Outcome, Proposal
 from broker.checkpoint import CorruptCheckpoint, read_offsets, write_offsets
+from broker.log import LogConfig
+from broker.log_manager import LogManager
+from broker.metadata_cache import MetadataCache
+from broker.partition import Partition, PartitionError
+from broker.purgatory import Purgatory
+from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
 from zkstore.znodes import TopicPartition
@@ -30,28 +38,33 @@ EPOCH_DURING_DELETE = -2
 NO_EPOCH = -1
 
 
-@dataclass(eq=False)
-class Partition:
-    """One hosted partition; every field is read and written under ``lock``."""
-
-    tp: TopicPartition
-    replicas: tuple[int, ...] = ()
-    leader: int = -1
-    leader_epoch: int = -1
-    isr: tuple[int, ...] = ()
-    partition_epoch: int = 0
-    controller_epoch: int = 0
-    high_watermark: int = 0
-    stopped: bool = False
-    """StopReplica (without delete) arrived: no longer leading or fetching until the next LeaderAndIsr."""
-    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-
-
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_dir: Path, events: EventLog) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        log_dir: Path,
+        events: EventLog,
+        *,
+        log_manager: LogManager | None = None,
+        metadata_cache: MetadataCache | None = None,
+        fetcher_settings: FetcherSettings | None = None,
+        checkpoint: Callable[[], None] = lambda: None,
+    ) -> None:
         self.broker_id = broker_id
         self.log_dir = log_dir
         self.events = events
+        self.log_manager = log_manager or LogManager(log_dir, LogConfig(), events)
+        self.metadata_cache = metadata_cache
+        self.produce_purgatory = Purgatory("Produce")
+        self.fetch_purgatory = Purgatory("Fetch")
+        self.propose_isr: Callable[[Proposal], None] | None = None
+        """Sends an ISR proposal to the controller (the AlterPartition manager); None: no ISR changes."""
+        self.fetchers = ReplicaFetcherManager(
+            fetcher_settings or FetcherSettings.defaults(broker_id),
+            self.partition_changed,
+            events.emit,
+            checkpoint,
+        )
         self.state_change_lock = threading.Lock()
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -103,6 +116,7 @@ class ReplicaManager:
                         )
                 return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": errors}
             self.controller_epoch = epoch
+            leaders = {b["broker_id"]: (b["host_name"], b["port"]) for b in body["live_leaders"]}
             for topic in body["topic_states"]:
                 name = topic["topic_name"]
                 for s in topic["partition_states"]:
@@ -110,7 +124,7 @@ class ReplicaManager:
                         _error(
                             name,
                             s["partition_index"],
-                            self._apply(TopicPartition(name, s["partition_index"]), s),
+                            self._apply(TopicPartition(name, s["partition_index"]), s, leaders),
                         )
                     )
             if not self.hw_checkpointing:
@@ -120,7 +134,9 @@ class ReplicaManager:
                 )
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
-    def _apply(self, tp: TopicPartition, state: dict[str, Any]) -> ErrorCode:
+    def _apply(
+        self, tp: TopicPartition, state: dict[str, Any], leaders: dict[int, tuple[str, int]]
+    ) -> ErrorCode:
         partition = self.partitions.get(tp)
         current_epoch = partition.leader_epoch if partition is not None else NO_EPOCH
         replicas = tuple(state["replicas"])
@@ -136,7 +152,7 @@ class ReplicaManager:
         if self.broker_id not in replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if partition is None:
-            partition = Partition(tp, high_watermark=self._checkpointed.get(tp, 0))
+            partition = Partition(tp, self.broker_id, high_watermark=self._checkpointed.get(tp, 0))
             self.partitions[tp] = partition
         with partition.lock:
             was_leader = partition.leader == self.broker_id
@@ -147,7 +163,25 @@ class ReplicaManager:
             partition.partition_epoch = state["partition_epoch"]
             partition.controller_epoch = state["controller_epoch"]
             partition.stopped = False
+            if partition.log is None:
+                partition.log = self.log_manager.get_or_create(tp)
             leader = partition.leader == self.broker_id
+            if leader:
+                partition.become_leader(int(time.time() * 1000))
+            else:
+                partition.become_follower()
+        if leader:
+            self.fetchers.unfollow(tp)
+        elif partition.leader in leaders:
+            self.fetchers.follow(
+                partition, partition.leader, leaders[partition.leader], partition.leader_epoch
+            )
+        else:  # Kafka's rule: no live leader in the request, nothing to fetch from
+            self.fetchers.unfollow(tp)
+            log.warning(
+                "%s-%d: leader %d is not among the live leaders", tp.topic, tp.partition, partition.leader
+            )
+        self.partition_changed(tp)
         self.events.emit(
             "become_leader" if leader else "become_follower",
             topic=tp.topic,
@@ -174,11 +208,17 @@ class ReplicaManager:
                     tp = TopicPartition(topic["name"], index)
                     # These versions carry no leader epoch (Kafka's NoEpoch): always accepted.
                     partition = self.partitions.pop(tp, None) if delete else self.partitions.get(tp)
-                    if partition is not None and not delete:
+                    self.fetchers.unfollow(tp)
+                    if partition is not None:
                         with partition.lock:
                             partition.stopped = True
+                            partition.become_follower()
+                            if delete:
+                                partition.log = None
                     if delete:
                         self._checkpointed.pop(tp, None)
+                        self.log_manager.delete(tp)
+                    self.partition_changed(tp)
                     self.events.emit(
                         "stop_replica",
                         topic=tp.topic,
@@ -189,6 +229,120 @@ class ReplicaManager:
                     )
                     errors.append(_error(tp.topic, tp.partition, ErrorCode.NONE))
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+    # -- the data plane
+
+    def hosted(self, tp: TopicPartition) -> Partition:
+        """The partition if hosted here; otherwise the error Kafka gives a client for it."""
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            return partition
+        if self.metadata_cache is not None and self.metadata_cache.snapshot.partition(tp) is not None:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def partition_changed(self, tp: TopicPartition) -> None:
+        """Data, high watermark or role changed: retry the requests waiting on this partition."""
+        self.produce_purgatory.check(tp)
+        self.fetch_purgatory.check(tp)
+
+    # -- ISR changes (KIP-841: only live replicas are proposed; a refusal reverts to the committed ISR)
+
+    def eligible(self, replica: int) -> bool:
+        """A replica the leader may add to the ISR: alive in the metadata cache. (ZooKeeper-mode
+        brokers are not told who is shutting down; the controller refuses those with 107.)"""
+        return self.metadata_cache is not None and self.metadata_cache.has_alive_broker(replica)
+
+    def maybe_expand_isr(self, partition: Partition, replica: int) -> None:
+        """Under the partition's lock, after a follower fetch: propose adding it once it has caught up."""
+        if (
+            self.propose_isr is None
+            or partition.pending_isr is not None
+            or not partition.is_leader
+            or not partition.may_join_isr(replica)
+            or not self.eligible(replica)
+        ):
+            return
+        self._propose(partition, tuple(sorted({*partition.isr, replica})), "expand")
+
+    def shrink_isrs(self, max_lag_ms: int) -> int:
+        """Propose dropping ISR followers that have not caught up within ``max_lag_ms``; returns how many."""
+        if self.propose_isr is None:
+            return 0
+        now_ms = int(time.time() * 1000)
+        proposed = 0
+        for partition in list(self.partitions.values()):
+            with partition.lock:
+                if not partition.is_leader or partition.pending_isr is not None:
+                    continue
+                lagging = partition.out_of_sync(now_ms, max_lag_ms)
+                if lagging:
+                    self._propose(partition, tuple(r for r in partition.isr if r not in lagging), "shrink")
+                    proposed += 1
+        return proposed
+
+    def _propose(self, partition: Partition, new_isr: tuple[int, ...], change: str) -> None:
+        assert self.propose_isr is not None
+        partition.pending_isr = new_isr
+        tp = partition.tp
+        self.events.emit(
+            "isr_change_proposed",
+            topic=tp.topic,
+            partition=tp.partition,
+            change=change,
+            isr=list(partition.isr),
+            new_isr=list(new_isr),
+            leader_epoch=partition.leader_epoch,
+            partition_epoch=partition.partition_epoch,
+        )
+        self.propose_isr(Proposal(tp, partition.leader_epoch, new_isr, partition.partition_epoch))
+
+    def isr_outcome(self, outcome: Outcome) -> None:
+        """The controller's answer to a proposal (on the event loop)."""
+        proposal = outcome.proposal
+        tp = proposal.tp
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return
+        with partition.lock:
+            if partition.pending_isr != proposal.new_isr or partition.leader_epoch != proposal.leader_epoch:
+                return  # a newer leadership or proposal since: this answer no longer applies
+            before = partition.isr
+            if outcome.error == ErrorCode.NONE:
+                committed = partition.isr_committed(
+                    outcome.leader_epoch, outcome.isr, outcome.partition_epoch
+                )
+                if committed:
+                    partition.maybe_advance_high_watermark()
+            else:
+                partition.pending_isr = None  # back to the last committed ISR; a later check may retry
+                committed = False
+            fields = {"isr": list(partition.isr), "partition_epoch": partition.partition_epoch}
+        self.events.emit(
+            "isr_changed" if committed else "isr_change_refused",
+            topic=tp.topic,
+            partition=tp.partition,
+            error=ErrorCode.name_of(outcome.error),
+            proposed=list(proposal.new_isr),
+            previous_isr=list(before),
+            **fields,
+        )
+        if committed:
+            self.partition_changed(tp)
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return None
+        with partition.lock:
+            return partition.high_watermark
+
+    def shutdown(self) -> None:
+        """Stop fetching, answer every waiting request, then flush and checkpoint the logs."""
+        self.fetchers.shutdown()
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()
+        self.log_manager.shutdown()
 
     # -- high watermarks
 

@@ -17,15 +17,23 @@ import logging
 import signal
 import time
 import uuid
+from collections.abc import Callable
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
+from broker.fetch import FetchApi
+from broker.log import LogConfig
+from broker.log_manager import LogManager
 from broker.metadata_api import MetadataApis
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.network import ControlPriority, Listener, RequestChannel
+from broker.offsets_api import OffsetsApi
+from broker.produce import ProduceApi
+from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager
 from daemon.config import advertised
 from daemon.connection import KafkaConnection
@@ -42,6 +50,17 @@ log = logging.getLogger("broker")
 CONTROLLED_SHUTDOWN_VERSION = 2
 
 
+def log_config(config: BrokerConfig) -> LogConfig:
+    return LogConfig(
+        segment_bytes=config.segment_bytes,
+        segment_ms=config.segment_ms,
+        index_interval_bytes=config.index_interval_bytes,
+        retention_ms=config.retention_ms,
+        retention_bytes=config.retention_bytes,
+        max_batch_bytes=config.message_max_bytes,
+    )
+
+
 class BrokerServer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -51,7 +70,24 @@ class BrokerServer:
             directory.mkdir(parents=True, exist_ok=True)
         self.events = EventLog(config.log_dir / "events.jsonl", f"broker-{config.broker_id}")
         self.metadata_cache = MetadataCache()
-        self.replica_manager = ReplicaManager(config.broker_id, config.log_dir, self.events)
+        self.log_manager = LogManager(config.log_dir, log_config(config), self.events)
+        self.replica_manager = ReplicaManager(
+            config.broker_id,
+            config.log_dir,
+            self.events,
+            log_manager=self.log_manager,
+            metadata_cache=self.metadata_cache,
+            fetcher_settings=FetcherSettings(
+                broker_id=config.broker_id,
+                max_wait_ms=config.replica_fetch_wait_max_ms,
+                min_bytes=config.replica_fetch_min_bytes,
+                max_bytes=config.replica_fetch_response_max_bytes,
+                partition_max_bytes=config.replica_fetch_max_bytes,
+                backoff_s=config.replica_fetch_backoff_s,
+                socket_timeout_s=config.replica_socket_timeout_s,
+            ),
+            checkpoint=self.control_priority.checkpoint if self.control_priority else lambda: None,
+        )
         self.metrics = Metrics()
         self.apis = KafkaApis(self.identity, self.replica_manager, self.metadata_cache, self.events)
         self.cluster_id: str | None = None
@@ -65,6 +101,13 @@ class BrokerServer:
         )
         self.apis.register(ApiKey.API_VERSIONS, metadata.api_versions)
         self.apis.register(ApiKey.METADATA, metadata.metadata)
+        offsets = OffsetsApi(self.replica_manager)
+        self.apis.register(
+            ApiKey.PRODUCE, ProduceApi(self.replica_manager, config.min_insync_replicas).handle
+        )
+        self.apis.register(ApiKey.FETCH, FetchApi(self.replica_manager).handle)
+        self.apis.register(ApiKey.LIST_OFFSETS, offsets.list_offsets)
+        self.apis.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, offsets.offset_for_leader_epoch)
         self.data_channel = RequestChannel(
             "DataPlane",
             capacity=config.queued_max_requests,
@@ -94,6 +137,7 @@ class BrokerServer:
             connect_timeout_s=config.zookeeper_connection_timeout_s,
         )
         self.metrics_port: int | None = None
+        self.alter_partition: AlterPartitionManager | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._registering = asyncio.Lock()
 
@@ -108,16 +152,38 @@ class BrokerServer:
         self.advertised = tuple(advertised(e, bound[e.listener_name]) for e in self.config.advertised)
         if self.config.metrics_port is not None:
             self.metrics_port = self.metrics.serve(self.config.metrics_port)
+        # Logs are recovered before the broker registers, as Kafka's LogManager does at start-up.
+        await asyncio.get_running_loop().run_in_executor(None, self.log_manager.load)
         await self.zk.start()
         self.zk.on_connection_event(self._on_connection_event)
         self.cluster_id = await cluster_id(self.zk)
         await self.register()
+        self.alter_partition = AlterPartitionManager(
+            self.zk,
+            self.config.broker_id,
+            lambda: self.identity.epoch,
+            self._controller_endpoint,
+            self.replica_manager.isr_outcome,
+            timeout_s=self.config.controller_socket_timeout_s,
+        )
+        self.alter_partition.start()
+        self.replica_manager.propose_isr = self.alter_partition.submit
         # Requests that arrived before registration wait in the queues until the epoch is known, as
         # Kafka only starts processing requests once the broker is registered.
         self.data_channel.start()
         if self.control_channel is not None:
             self.control_channel.start()
-        self._tasks.append(asyncio.create_task(self._checkpoint_loop(), name="hw-checkpoint"))
+        for name, interval, job in (
+            (
+                "hw-checkpoint",
+                self.config.hw_checkpoint_interval_s,
+                self.replica_manager.checkpoint_high_watermarks,
+            ),
+            ("recovery-checkpoint", self.config.recovery_checkpoint_interval_s, self.log_manager.checkpoint),
+            ("log-retention", self.config.retention_check_interval_s, self._apply_retention),
+            ("isr-expiration", self.config.replica_lag_time_max_ms / 2000.0, self._shrink_isrs),
+        ):
+            self._tasks.append(asyncio.create_task(self._every(interval, job), name=name))
         self.events.emit(
             "broker_started",
             broker_id=self.config.broker_id,
@@ -154,13 +220,19 @@ class BrokerServer:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.alter_partition is not None:
+            await self.alter_partition.stop()
         for listener in self.listeners.values():
             await listener.close()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.replica_manager.produce_purgatory.shutdown)
+        await loop.run_in_executor(None, self.replica_manager.fetch_purgatory.shutdown)
         await self.data_channel.stop()
         if self.control_channel is not None:
             await self.control_channel.stop()
         if self.control_priority is not None:
             self.control_priority.close()
+        await loop.run_in_executor(None, self.replica_manager.shutdown)
         self.replica_manager.checkpoint_high_watermarks()
         await self.zk.close()
         self.events.emit("shutdown_complete", broker_epoch=self.identity.epoch)
@@ -215,11 +287,21 @@ class BrokerServer:
 
     # -- high watermarks
 
-    async def _checkpoint_loop(self) -> None:
+    async def _every(self, interval_s: float, job: Callable[[], object]) -> None:
+        """Run ``job`` off the loop every ``interval_s``; a failure is logged and the next run still comes."""
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(self.config.hw_checkpoint_interval_s)
-            await loop.run_in_executor(None, self.replica_manager.checkpoint_high_watermarks)
+            await asyncio.sleep(interval_s)
+            try:
+                await loop.run_in_executor(None, job)
+            except Exception:
+                log.exception("broker %d: periodic %s failed", self.config.broker_id, job)
+
+    def _shrink_isrs(self) -> int:
+        return self.replica_manager.shrink_isrs(self.config.replica_lag_time_max_ms)
+
+    def _apply_retention(self) -> int:
+        return self.log_manager.apply_retention(self.replica_manager.high_watermark)
 
     # -- controlled shutdown
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from protocol import (
     frame_size,
 )
 
-__all__ = ["KafkaConnection"]
+__all__ = ["BlockingConnection", "KafkaConnection"]
 
 log = logging.getLogger(__name__)
 
@@ -205,3 +206,66 @@ class KafkaConnection:
         self._in_flight.popleft()
         if not head.future.done():  # the sender may have been cancelled; the stream stays in sync
             head.future.set_result(body)
+
+
+class BlockingConnection:
+    """One request at a time over a plain socket, for threads that own their connection (fetchers).
+
+    Any failure (timeout, closed socket, unexpected correlation id) closes the connection and raises
+    ConnectionError or TimeoutError; the caller reconnects.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        timeout: float,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        self.endpoint = f"{host}:{port}"
+        self.client_id = client_id
+        self.max_frame_size = max_frame_size
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout)
+        except TimeoutError as exc:
+            raise TimeoutError(f"could not connect to {self.endpoint} within {timeout} s") from exc
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._next_correlation_id = 0
+
+    def send(self, api_key: int, api_version: int, body: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) % _CORRELATION_ID_LIMIT
+        try:
+            self._sock.settimeout(timeout)
+            self._sock.sendall(encode_request(api_key, api_version, correlation_id, self.client_id, body))
+            prefix = self._read(_INT32.size)
+            size = frame_size(prefix, self.max_frame_size)
+            frame = prefix + self._read(size)
+            got, response = decode_response(api_key, api_version, frame, self.max_frame_size)
+        except TimeoutError as exc:
+            self.close()
+            raise TimeoutError(f"no response from {self.endpoint} within {timeout} s") from exc
+        except (OSError, FrameTooLarge, ProtocolError) as exc:
+            self.close()
+            raise ConnectionError(f"connection to {self.endpoint} failed: {exc}") from exc
+        if got != correlation_id:
+            self.close()
+            raise ConnectionError(f"{self.endpoint} answered {got} where {correlation_id} was due")
+        return response
+
+    def _read(self, n: int) -> bytes:
+        buffer = bytearray(n)
+        view = memoryview(buffer)
+        pos = 0
+        while pos < n:
+            got = self._sock.recv_into(view[pos:])
+            if not got:
+                raise ConnectionError("connection closed by the server")
+            pos += got
+        return bytes(buffer)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()

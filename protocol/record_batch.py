@@ -37,6 +37,7 @@ __all__ = [
     "decode_records",
     "parse_batches",
     "parse_header",
+    "restamp_in_place",
     "with_base_offset_and_epoch",
 ]
 
@@ -223,6 +224,20 @@ def with_base_offset_and_epoch(batch: Buffer, base_offset: int, partition_leader
         raise CorruptRecordBatch(f"batch at byte 0: {len(batch)} bytes cannot hold a v2 header")
     view = memoryview(batch)
     return b"".join((_OFFSET.pack(base_offset), view[8:12], _EPOCH.pack(partition_leader_epoch), view[16:]))
+
+
+def restamp_in_place(
+    buffer: bytearray | memoryview, pos: int, base_offset: int, partition_leader_epoch: int
+) -> None:
+    """Set ``base_offset`` and ``partition_leader_epoch`` of the batch at ``pos`` of a writable buffer.
+
+    The in-place form of :func:`with_base_offset_and_epoch`, for a leader that stamps every batch of
+    an append inside the one buffer it then writes: no copy per batch, and the CRC stays valid.
+    """
+    if len(buffer) - pos < HEADER_SIZE:
+        raise CorruptRecordBatch(f"batch at byte {pos}: {len(buffer) - pos} bytes cannot hold a v2 header")
+    _OFFSET.pack_into(buffer, pos, base_offset)
+    _EPOCH.pack_into(buffer, pos + LOG_OVERHEAD, partition_leader_epoch)
 
 
 # ---------------------------------------------------------------- records (uncompressed)

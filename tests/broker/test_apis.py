@@ -21,6 +21,7 @@ import pytest
 
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.checkpoint import read_offsets, write_offsets
+from broker.log import Log, LogConfig
 from broker.metadata_cache import CachedBroker, MetadataCache
 from broker.network import Close, Request, Result
 from broker.replica_manager import HW_CHECKPOINT_FILE, ReplicaManager
@@ -35,6 +36,7 @@ from protocol import (
     encode_request,
     epoch_field,
 )
+from tests.broker.log_builders import batch
 from zkstore.znodes import TopicPartition
 
 BROKER_ID = 1
@@ -528,7 +530,11 @@ LOADED = {TopicPartition("t", 0): 42, TopicPartition("t", 1): 7}
 
 @pytest.fixture
 def restarted(tmp_path: Path) -> Broker:
-    """A broker whose log dir holds the checkpoint of an earlier run."""
+    """A broker whose log dir holds the logs and the checkpoint of an earlier run (logs end at 50)."""
+    for tp in LOADED:
+        written = Log.open(tmp_path / f"{tp.topic}-{tp.partition}", LogConfig())
+        written.append_as_leader(batch(50), leader_epoch=0)
+        written.close()
     write_offsets(tmp_path / HW_CHECKPOINT_FILE, LOADED)
     return make_broker(tmp_path)
 
@@ -585,14 +591,14 @@ def test_new_generation_stops_checkpoints_until_its_first_leader_and_isr(restart
     written = checkpoint_bytes(restarted)
     restarted.replica_manager.new_generation()
     restarted.identity.epoch = EPOCH + 1
-    restarted.partition("t", 0).high_watermark = 99
+    restarted.partition("t", 0).high_watermark = 45
     assert restarted.replica_manager.checkpoint_high_watermarks() is False
     send(restarted, LAI, 2, leader_and_isr(2, EPOCH, {"t": [lai_partition(0, leader_epoch=2)]}))
     assert restarted.replica_manager.checkpoint_high_watermarks() is False
     assert checkpoint_bytes(restarted) == written
     send(restarted, LAI, 2, leader_and_isr(2, EPOCH + 1, {"t": [lai_partition(0, leader_epoch=2)]}))
     assert restarted.replica_manager.checkpoint_high_watermarks() is True
-    assert read_offsets(restarted.log_dir / HW_CHECKPOINT_FILE)[TopicPartition("t", 0)] == 99
+    assert read_offsets(restarted.log_dir / HW_CHECKPOINT_FILE)[TopicPartition("t", 0)] == 45
 
 
 def test_corrupt_checkpoint_is_ignored_at_start(tmp_path: Path) -> None:

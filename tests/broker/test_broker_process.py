@@ -9,119 +9,18 @@ it by the epoch it carries.
 from __future__ import annotations
 
 import asyncio
-import socket
 import urllib.request
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from broker.checkpoint import read_offsets, write_offsets
+from broker.checkpoint import read_offsets
 from protocol import ApiKey, ErrorCode
-from tests.daemons import BrokerProcess, ControllerProcess, create_topic, partition_state
-from tests.zkstore.helpers import session
+from tests.broker.cluster import Cluster, channel_idle, epoch_of, produce
+from tests.daemons import ControllerProcess, partition_state
+from tests.zkstore.helpers import wait_until
 from zkstore import znodes
-from zkstore.aio import AsyncZooKeeper
 
 pytestmark = pytest.mark.zookeeper
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-class Cluster:
-    def __init__(self, zk_connect: str, workdir: Path, admin: AsyncZooKeeper) -> None:
-        self.zk_connect = zk_connect
-        self.workdir = workdir
-        self.admin = admin
-        self.brokers: dict[int, BrokerProcess] = {}
-        self.controller: ControllerProcess | None = None
-        self.processes: list[Any] = []
-
-    def broker(self, broker_id: int, *, fixed_ports: bool = False, **overrides: Any) -> BrokerProcess:
-        if fixed_ports:
-            plain, control = free_ports(2)
-            overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}"
-        process = BrokerProcess(broker_id, self.zk_connect, self.workdir, **overrides)
-        self.brokers[broker_id] = process
-        self.processes.append(process)
-        return process.start()
-
-    def restart(self, broker_id: int) -> BrokerProcess:
-        """The same broker (config, ports, log dir) as a new process."""
-        old = self.brokers[broker_id]
-        old.kill()
-        new = BrokerProcess.__new__(BrokerProcess)
-        new.__dict__.update(old.__dict__)
-        new.process, new._read, new.events = None, 0, []
-        new.events_path.rename(new.events_path.with_suffix(f".{len(self.processes)}.jsonl"))
-        self.brokers[broker_id] = new
-        self.processes.append(new)
-        return new.start()
-
-    async def start(
-        self, broker_ids: tuple[int, ...] = (1, 2, 3), overrides: dict[int, dict[str, Any]] | None = None
-    ) -> None:
-        for broker_id in broker_ids:
-            self.broker(broker_id, **(overrides or {}).get(broker_id, {}))
-        for broker in self.brokers.values():
-            await broker.wait_kind("broker_started")
-        self.controller = ControllerProcess(100, self.zk_connect, self.workdir)
-        self.processes.append(self.controller.start())
-        await self.controller.wait_kind("failover_complete")
-
-    async def topic(self, name: str, replicas: dict[int, tuple[int, ...]]) -> None:
-        await create_topic(self.admin, name, replicas)
-        for broker_id in {b for r in replicas.values() for b in r}:
-            for partition in (p for p, r in replicas.items() if broker_id in r):
-                await self.brokers[broker_id].wait_event(
-                    lambda e, p=partition: (
-                        e["kind"] in ("become_leader", "become_follower")
-                        and e["topic"] == name
-                        and e["partition"] == p
-                    ),
-                    what=f"{name}-{partition} on broker {broker_id}",
-                )
-
-    async def close(self) -> None:
-        for process in self.processes:
-            process.kill()
-        await self.admin.close()
-
-
-@pytest.fixture
-async def cluster(zk_connect: str, tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(zk_connect, tmp_path, await session(zk_connect))
-    try:
-        yield c
-    finally:
-        await c.close()
-
-
-async def channel_idle(controller: ControllerProcess, broker_id: int) -> None:
-    """Wait until every request the controller sent to ``broker_id`` has been answered."""
-
-    def idle(_: dict[str, Any]) -> bool:
-        events = [e for e in controller.poll_events() if e.get("broker") == broker_id]
-        sent = {e["correlation_id"] for e in events if e["kind"] == "request_sent"}
-        answered = {e["correlation_id"] for e in events if e["kind"] == "response_received"}
-        return sent <= answered
-
-    if not idle({}):
-        await controller.wait_event(idle, what=f"no request in flight to broker {broker_id}")
-
-
-def epoch_of(broker: BrokerProcess) -> int:
-    return next(e for e in reversed(broker.poll_events()) if e["kind"] == "registered")["broker_epoch"]
 
 
 async def test_stop_replica_from_before_a_bounce_is_ignored_and_the_replica_stays_online(
@@ -168,6 +67,14 @@ async def test_stop_replica_from_before_a_bounce_is_ignored_and_the_replica_stay
     assert handled["error"] == "STALE_BROKER_EPOCH" and handled["broker_epoch_now"] == new_epoch
 
 
+async def all_isrs_full(cluster: Cluster, topic: str, partitions: tuple[int, ...]) -> bool:
+    for p in partitions:
+        state, _ = await partition_state(cluster.admin, topic, p)
+        if len(state.isr) < 3:
+            return False
+    return True
+
+
 async def test_controlled_shutdown_from_a_previous_generation_moves_nothing(cluster: Cluster) -> None:
     """Seed 000 (2): the controller rejects a ControlledShutdown carrying the broker's old epoch."""
     await cluster.start((1, 2, 3), {2: {"controlled_shutdown_enable": "false"}})
@@ -180,6 +87,8 @@ async def test_controlled_shutdown_from_a_previous_generation_moves_nothing(clus
     await cluster.controller.wait_event(
         lambda e: e["kind"] == "broker_change" and 2 in e["new"] + e["bounced"], what="broker 2 back"
     )
+    # Broker 2 rejoins both ISRs (its leaders propose it once it has caught up); then nothing moves.
+    await wait_until(lambda: all_isrs_full(cluster, "audit", (0, 1)), what="broker 2 back in every ISR")
     before = {p: await partition_state(cluster.admin, "audit", p) for p in (0, 1)}
 
     reply = await cluster.controller.rpc(
@@ -201,7 +110,13 @@ async def test_leader_and_isr_from_before_a_restart_is_rejected_and_the_checkpoi
     old = cluster.brokers[3]
     old_epoch = epoch_of(old)
     checkpoint = old.dir / "replication-offset-checkpoint"
-    await old.wait_kind("checkpoint_written")
+    assert (await produce(cluster.brokers[1], "ledger", 0, 42))["error_code"] == ErrorCode.NONE
+    assert (await produce(old, "ledger", 1, 7))["error_code"] == ErrorCode.NONE
+    high_watermarks = {znodes.TopicPartition("ledger", 0): 42, znodes.TopicPartition("ledger", 1): 7}
+    await old.wait_event(
+        lambda e: e["kind"] == "checkpoint_written" and read_offsets(checkpoint) == high_watermarks,
+        what="broker 3 records both high watermarks",
+    )
     await channel_idle(cluster.controller, 3)  # so the next request to broker 3 is the LeaderAndIsr below
 
     old.pause()
@@ -211,9 +126,7 @@ async def test_leader_and_isr_from_before_a_restart_is_rejected_and_the_checkpoi
     )
     assert reply["error_code"] == ErrorCode.NONE
     old.kill()
-    high_watermarks = {znodes.TopicPartition("ledger", 0): 42, znodes.TopicPartition("ledger", 1): 7}
-    write_offsets(checkpoint, high_watermarks)  # what the broker had durably recorded
-    written = checkpoint.read_bytes()
+    written = checkpoint.read_bytes()  # what the broker had durably recorded
     new = cluster.restart(3)
 
     stale = await new.wait_event(

@@ -22,6 +22,7 @@ from protocol.record_batch import (
     decode_records,
     parse_batches,
     parse_header,
+    restamp_in_place,
     with_base_offset_and_epoch,
 )
 
@@ -191,6 +192,23 @@ def test_restamping_changes_only_base_offset_and_epoch_and_keeps_the_crc(batch, 
     assert (header.base_offset, header.partition_leader_epoch) == (base_offset, epoch)
     assert header.next_offset == base_offset + header.last_offset_delta + 1
     assert with_base_offset_and_epoch(memoryview(bytearray(raw)), base_offset, epoch) == stamped
+
+
+@given(st.lists(batches(), min_size=1, max_size=4), st.integers(0, 2**62), int32s)
+def test_restamping_in_place_matches_the_copying_form_batch_by_batch(many, base_offset, epoch):
+    blob = bytearray(b"".join(raw for _, _, raw in many))
+    walked = parse_batches(blob)
+    for i, (_, pos, _) in enumerate(walked):
+        restamp_in_place(blob, pos, base_offset + i, epoch)
+    assert bytes(blob) == b"".join(
+        with_base_offset_and_epoch(raw, base_offset + i, epoch) for i, (_, _, raw) in enumerate(many)
+    )
+    assert parse_batches(blob, verify_crc=True)
+
+
+def test_restamping_in_place_refuses_a_short_buffer():
+    with pytest.raises(CorruptRecordBatch, match="batch at byte 5: 56 bytes cannot hold"):
+        restamp_in_place(bytearray(GOOD[:61]), 5, 0, 0)
 
 
 @given(st.lists(batches(), min_size=1, max_size=4), st.data())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from kazoo.client import KazooClient
 
@@ -30,10 +30,17 @@ async def expire_session(zk: AsyncZooKeeper) -> None:
     twin.close()
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    """Poll ``condition`` on the loop until it holds; fail after ``timeout`` seconds."""
+async def wait_until(
+    condition: Callable[[], bool | Awaitable[bool]], timeout: float = 15.0, what: str = "condition"
+) -> None:
+    """Poll ``condition`` (plain or async) on the loop until it holds; fail after ``timeout`` seconds."""
     deadline = loop_time() + timeout
-    while not condition():
+    while True:
+        held = condition()
+        if not isinstance(held, bool):
+            held = await held
+        if held:
+            return
         if loop_time() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         await asyncio.sleep(0.05)

@@ -1,0 +1,223 @@
+"""ISR changes this broker's leaders propose, sent to the active controller (Kafka's AlterPartitionManager).
+
+At most one AlterPartition v2 is in flight; what leaders propose meanwhile waits and goes in the next
+one, one entry per partition (a partition has at most one proposal pending, see ``Partition``). The
+request names topics by id (v2), read once from ``/brokers/topics/T``, and carries this broker's
+epoch, so a controller can fence a leader from an earlier registration.
+
+Each partition's answer goes back to the replica manager: NONE commits the ISR the controller
+returns; INELIGIBLE_REPLICA (KIP-841) and the other refusals drop the proposal, so the leader goes on
+with the last committed ISR and may try again later. A failed request (no controller, connection
+lost, NOT_CONTROLLER) is retried after ``retry_backoff_s`` with the proposals still pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from kazoo.exceptions import NoNodeError
+
+from daemon.connection import KafkaConnection
+from protocol import ApiKey, ErrorCode
+from zkstore import znodes
+from zkstore.aio import AsyncZooKeeper
+from zkstore.znodes import TopicPartition
+
+log = logging.getLogger("broker.alter_partition")
+
+ALTER_PARTITION_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Proposal:
+    tp: TopicPartition
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    proposal: Proposal
+    error: ErrorCode
+    isr: tuple[int, ...] = ()
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+
+
+class AlterPartitionManager:
+    def __init__(
+        self,
+        zk: AsyncZooKeeper,
+        broker_id: int,
+        broker_epoch: Callable[[], int],
+        controller_endpoint: Callable[[], Awaitable[tuple[int, str, int] | None]],
+        on_outcome: Callable[[Outcome], None],
+        *,
+        timeout_s: float = 30.0,
+        retry_backoff_s: float = 0.1,
+    ) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.controller_endpoint = controller_endpoint
+        self.on_outcome = on_outcome
+        self.timeout_s = timeout_s
+        self.retry_backoff_s = retry_backoff_s
+        self._pending: dict[TopicPartition, Proposal] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._connection: KafkaConnection | None = None
+        self._connected_to: tuple[str, int] | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.create_task(self._run(), name="alter-partition-manager")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._disconnect()
+
+    def submit(self, proposal: Proposal) -> None:
+        """From any thread: queue a proposal (replacing an unsent one for the same partition)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._queue, proposal)
+
+    def _queue(self, proposal: Proposal) -> None:
+        self._pending[proposal.tp] = proposal
+        self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if not self._pending:
+                continue
+            batch, self._pending = self._pending, {}
+            try:
+                await self._send(batch)
+            except (ConnectionError, TimeoutError, OSError, _Retry) as exc:
+                log.warning("AlterPartition for %d partitions failed (%s); retrying", len(batch), exc)
+                await self._disconnect()
+                for tp, proposal in batch.items():
+                    self._pending.setdefault(tp, proposal)  # a newer proposal, if any, wins
+                await asyncio.sleep(self.retry_backoff_s)
+                self._wake.set()
+
+    async def _topic_id(self, topic: str) -> uuid.UUID | None:
+        known = self._topic_ids.get(topic)
+        if known is not None:
+            return known
+        path = znodes.topic_path(topic)
+        with contextlib.suppress(NoNodeError):
+            data, _ = await self.zk.get(path)
+            assignment = znodes.decode_topic_assignment(data, path)
+            if assignment is not None and assignment.topic_id is not None:
+                self._topic_ids[topic] = assignment.topic_id
+                return assignment.topic_id
+        return None
+
+    async def _connect(self) -> KafkaConnection:
+        found = await self.controller_endpoint()
+        if found is None:
+            raise _Retry("no active controller")
+        _, host, port = found
+        if self._connection is not None and (self._connection.closed or self._connected_to != (host, port)):
+            await self._disconnect()
+        if self._connection is None:
+            self._connection = await KafkaConnection.open(
+                host,
+                port,
+                client_id=f"broker-{self.broker_id}-alter-partition",
+                connect_timeout=self.timeout_s,
+            )
+            self._connected_to = (host, port)
+        return self._connection
+
+    async def _disconnect(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
+            self._connection = None
+
+    async def _send(self, batch: dict[TopicPartition, Proposal]) -> None:
+        by_topic: dict[uuid.UUID, list[Proposal]] = {}
+        names: dict[uuid.UUID, str] = {}
+        for proposal in batch.values():
+            topic_id = await self._topic_id(proposal.tp.topic)
+            if topic_id is None:  # the controller has not given the topic an id yet
+                raise _Retry(f"no topic id for {proposal.tp.topic} yet")
+            by_topic.setdefault(topic_id, []).append(proposal)
+            names[topic_id] = proposal.tp.topic
+        body = {
+            "broker_id": self.broker_id,
+            "broker_epoch": self.broker_epoch(),
+            "topics": [
+                {
+                    "topic_id": topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": p.tp.partition,
+                            "leader_epoch": p.leader_epoch,
+                            "new_isr": list(p.new_isr),
+                            "leader_recovery_state": 0,
+                            "partition_epoch": p.partition_epoch,
+                        }
+                        for p in proposals
+                    ],
+                }
+                for topic_id, proposals in by_topic.items()
+            ],
+        }
+        connection = await self._connect()
+        _, response = await connection.send(
+            ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body, timeout=self.timeout_s
+        )
+        top = response["error_code"]
+        if top != ErrorCode.NONE:
+            if top in (ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT):
+                raise _Retry(ErrorCode.name_of(top))
+            for proposal in batch.values():  # e.g. STALE_BROKER_EPOCH: every proposal is refused
+                self.on_outcome(Outcome(proposal, ErrorCode(top)))
+            return
+        answered: set[TopicPartition] = set()
+        for topic in response["topics"]:
+            name = names.get(topic["topic_id"])
+            for p in topic["partitions"]:
+                tp = TopicPartition(name or "", p["partition_index"])
+                proposal = batch.get(tp)
+                if proposal is None:
+                    continue
+                answered.add(tp)
+                self.on_outcome(
+                    Outcome(
+                        proposal,
+                        ErrorCode(p["error_code"]),
+                        tuple(p["isr"]),
+                        p["leader_epoch"],
+                        p["partition_epoch"],
+                    )
+                )
+        for tp, proposal in batch.items():
+            if tp not in answered:
+                log.warning("AlterPartition response has no entry for %s-%d", tp.topic, tp.partition)
+                self.on_outcome(Outcome(proposal, ErrorCode.UNKNOWN_SERVER_ERROR))
+
+
+class _Retry(Exception):
+    """The whole request must be sent again later."""

@@ -1,0 +1,161 @@
+"""Fetch (v4-v11): consumers read committed records from leaders; followers replicate from them.
+
+A consumer (``replica_id`` -1) reads up to the high watermark; a follower (its broker id) reads up
+to the log end offset, and its fetch offset tells the leader how far it has replicated, which may
+move the high watermark and complete acks=all produces. ``current_leader_epoch`` (v9+) is checked
+(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); an offset outside the log is OFFSET_OUT_OF_RANGE.
+
+With fewer than ``min_bytes`` available and ``max_wait_ms`` > 0 the request waits in the fetch
+purgatory until enough has arrived, a partition's state changes, or the wait is over; then every
+partition is read again. Fetch sessions (KIP-227) are not kept: every response is a full one with
+session id 0, which clients accept as "no session".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from broker.log import OffsetOutOfRange
+from broker.network import Request
+from broker.partition import PartitionError
+from broker.purgatory import DelayedOperation
+from broker.replica_manager import ReplicaManager
+from protocol import ErrorCode
+from zkstore.znodes import TopicPartition
+
+CONSUMER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    tp: TopicPartition
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int
+
+
+def _partition_response(index: int, error: ErrorCode, **fields: Any) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": error,
+        "high_watermark": fields.get("high_watermark", -1),
+        "last_stable_offset": fields.get("high_watermark", -1),
+        "log_start_offset": fields.get("log_start_offset", -1),
+        "aborted_transactions": None if error else [],
+        "preferred_read_replica": -1,
+        "records": fields.get("records", b""),
+    }
+
+
+class FetchApi:
+    def __init__(self, rm: ReplicaManager) -> None:
+        self.rm = rm
+
+    def handle(self, request: Request, body: dict[str, Any]) -> Any:
+        replica_id = body["replica_id"]
+        wanted = [
+            Wanted(
+                TopicPartition(topic["topic"], p["partition"]),
+                p["fetch_offset"],
+                p["partition_max_bytes"],
+                p.get("current_leader_epoch", -1),
+            )
+            for topic in body["topics"]
+            for p in topic["partitions"]
+        ]
+        response, available, failed = self.read_all(replica_id, wanted, body["max_bytes"])
+        if body["max_wait_ms"] <= 0 or available >= body["min_bytes"] or failed or not wanted:
+            return response
+        delayed = DelayedFetch(body["max_wait_ms"] / 1000.0, self, replica_id, wanted, body)
+        return self.rm.fetch_purgatory.watch(delayed, [w.tp for w in wanted])
+
+    def read_all(
+        self, replica_id: int, wanted: list[Wanted], max_bytes: int
+    ) -> tuple[dict[str, Any], int, bool]:
+        """The response, the record bytes in it, and whether some partition failed."""
+        topics: dict[str, list[dict[str, Any]]] = {}
+        total = 0
+        failed = False
+        now_ms = int(time.time() * 1000)
+        for w in wanted:
+            budget = min(w.max_bytes, max(0, max_bytes - total))
+            entry = self._read(replica_id, w, budget, first=total == 0, now_ms=now_ms)
+            total += len(entry["records"] or b"")
+            failed = failed or entry["error_code"] != ErrorCode.NONE
+            topics.setdefault(w.tp.topic, []).append(entry)
+        response = {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.NONE,
+            "session_id": 0,
+            "responses": [{"topic": name, "partitions": parts} for name, parts in topics.items()],
+        }
+        return response, total, failed
+
+    def _read(self, replica_id: int, w: Wanted, budget: int, *, first: bool, now_ms: int) -> dict[str, Any]:
+        index = w.tp.partition
+        moved = False
+        try:
+            partition = self.rm.hosted(w.tp)
+            with partition.lock:
+                leader_log = partition.require_leader()
+                partition.check_leader_epoch(w.current_leader_epoch)
+                if replica_id >= 0:
+                    if replica_id not in partition.replicas:
+                        raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                    moved = partition.record_follower_fetch(replica_id, w.fetch_offset, now_ms)
+                    self.rm.maybe_expand_isr(partition, replica_id)
+                    upper = leader_log.log_end_offset
+                else:
+                    upper = partition.high_watermark
+                hw = partition.high_watermark
+                start = leader_log.log_start_offset
+            records = leader_log.read(w.fetch_offset, budget, upper_bound=upper, min_one_batch=first)
+        except PartitionError as exc:
+            return _partition_response(index, exc.code)
+        except OffsetOutOfRange:
+            return _partition_response(index, ErrorCode.OFFSET_OUT_OF_RANGE)
+        finally:
+            if moved:
+                self.rm.partition_changed(w.tp)
+        return _partition_response(
+            index, ErrorCode.NONE, high_watermark=hw, log_start_offset=start, records=records
+        )
+
+    def available(self, replica_id: int, w: Wanted) -> bool:
+        """Whether a fetch at ``w`` would now get records, or an error (either completes the wait)."""
+        try:
+            partition = self.rm.hosted(w.tp)
+            with partition.lock:
+                leader_log = partition.require_leader()
+                partition.check_leader_epoch(w.current_leader_epoch)
+                upper = leader_log.log_end_offset if replica_id >= 0 else partition.high_watermark
+                return upper > w.fetch_offset or w.fetch_offset < leader_log.log_start_offset
+        except PartitionError:
+            return True
+
+
+class DelayedFetch(DelayedOperation):
+    def __init__(
+        self, timeout_s: float, api: FetchApi, replica_id: int, wanted: list[Wanted], body: dict[str, Any]
+    ) -> None:
+        super().__init__(timeout_s)
+        self.api = api
+        self.replica_id = replica_id
+        self.wanted = wanted
+        self.min_bytes = body["min_bytes"]
+        self.max_bytes = body["max_bytes"]
+
+    def ready(self) -> bool:
+        hits = [w for w in self.wanted if self.api.available(self.replica_id, w)]
+        if not hits:
+            return False
+        if self.min_bytes <= 1:
+            return True
+        _, total, failed = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
+        return failed or total >= self.min_bytes
+
+    def reply(self) -> dict[str, Any]:
+        response, _, _ = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
+        return response

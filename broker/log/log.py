@@ -1,0 +1,534 @@
+"""A partition's log: segments of record batches on disk, with Kafka's offsets, epochs and retention.
+
+One writer at a time (appends, truncations, rolls, retention, flushes hold ``_lock``); readers on
+other threads take no lock. Appends only add bytes past what readers may see and then publish the
+new sizes and log end offset, so a reader never meets half a batch. Changes that remove bytes
+(truncation, retention, close) bump ``_changes`` before and after; a read that overlapped one is
+thrown away and done again under the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from broker.checkpoint import fsync_directory
+from broker.log.epoch_cache import CHECKPOINT_FILE, LeaderEpochCache
+from broker.log.recovery import load_segments
+from broker.log.segment import MAX_RELATIVE_OFFSET, BatchInfo, Segment, wall_clock_ms
+from protocol.record_batch import CorruptRecordBatch, RecordBatchHeader, parse_batches, restamp_in_place
+
+log = logging.getLogger("broker.log")
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    segment_bytes: int = 1 << 30
+    """log.segment.bytes"""
+    segment_ms: int = 7 * DAY_MS
+    """log.roll.ms / log.roll.hours"""
+    index_interval_bytes: int = 4096
+    """log.index.interval.bytes"""
+    retention_ms: int = 7 * DAY_MS
+    """log.retention.ms; -1: no time limit"""
+    retention_bytes: int = -1
+    """log.retention.bytes; -1: no size limit"""
+    max_batch_bytes: int = 1048588
+    """message.max.bytes: a leader refuses a bigger batch"""
+
+
+class OffsetOutOfRange(Exception):
+    """A read outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE)."""
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(f"offset {offset} is outside the log [{log_start_offset}, {log_end_offset}]")
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class RecordTooLarge(Exception):
+    """A batch above ``max_batch_bytes`` (MESSAGE_TOO_LARGE)."""
+
+    def __init__(self, size: int, max_size: int) -> None:
+        super().__init__(f"a batch of {size} bytes is above message.max.bytes ({max_size})")
+        self.size = size
+        self.max_size = max_size
+
+
+class InvalidRecord(CorruptRecordBatch):
+    """Well-framed batches a leader still refuses: none at all, or a record count that does not match
+    the offset range (Kafka answers INVALID_RECORD; as a CorruptRecordBatch it is CORRUPT_MESSAGE)."""
+
+
+class UnexpectedAppendOffset(ValueError):
+    """A follower's append that does not start at the log end offset."""
+
+    def __init__(self, expected: int, first_offset: int) -> None:
+        super().__init__(f"follower append starts at offset {first_offset}, the log ends at {expected}")
+        self.expected = expected
+        self.first_offset = first_offset
+
+
+class LogClosed(ValueError):
+    """An operation on a log that was closed or deleted."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    """The last offset of the batch holding ``max_timestamp`` (-1 if no batch has a timestamp)."""
+    batches: int
+    records: int
+    bytes: int
+
+
+def _byte_view(records: bytes | bytearray | memoryview) -> memoryview:
+    view = memoryview(records)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+def _checked(
+    records: bytes | bytearray | memoryview,
+) -> tuple[memoryview, list[tuple[RecordBatchHeader, int, int]]]:
+    """The batches of an append: whole, magic 2, CRC-valid, offset ranges not negative."""
+    view = _byte_view(records)
+    batches = parse_batches(view, allow_partial=False, verify_crc=True)
+    for header, position, _ in batches:
+        if header.last_offset_delta < 0:
+            raise InvalidRecord(
+                f"batch at byte {position}: negative last offset delta {header.last_offset_delta}"
+            )
+    return view, batches
+
+
+class Log:
+    """Open with :meth:`open`; see the module docstring for the threading rules."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[Segment],
+        epochs: LeaderEpochCache,
+        log_start_offset: int,
+        recovery_point: int,
+    ) -> None:
+        self.directory = directory
+        self.topic_partition = directory.name
+        self.config = config
+        self._segments = tuple(segments)
+        self._epochs = epochs
+        self._log_start_offset = log_start_offset
+        self._log_end_offset = segments[-1].next_offset
+        self._recovery_point = recovery_point
+        self._lock = threading.Lock()
+        self._changes = 0
+        self._closed = False
+
+    # -- opening
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int | None = None,
+        emit: Callable[..., Any] | None = None,
+    ) -> Log:
+        """Open (creating the directory if needed) and recover the log, see ``broker.log.recovery``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        epochs = LeaderEpochCache(directory / CHECKPOINT_FILE)
+        loaded = load_segments(directory, config.index_interval_bytes, recovery_point, epochs)
+        segments = loaded.segments
+        if not segments:
+            segments = [Segment.create(directory, log_start_offset or 0, config.index_interval_bytes)]
+            fsync_directory(directory)
+        log_end = segments[-1].next_offset
+        start = max(log_start_offset if log_start_offset is not None else 0, segments[0].base_offset)
+        if log_end < start:
+            log.warning(
+                "%s: log end offset %d is below the log start offset %d: starting empty at %d",
+                directory.name, log_end, start, start,
+            )  # fmt: skip
+            for segment in segments:
+                segment.delete()
+            segments = [Segment.create(directory, start, config.index_interval_bytes)]
+            fsync_directory(directory)
+            epochs.clear()
+            log_end = start
+        epochs.truncate_from_end(log_end)
+        epochs.truncate_from_start(start)
+        if not epochs.trusted:
+            epochs.save()
+        opened = cls(directory, config, segments, epochs, start, min(recovery_point, log_end))
+        for path, reason in loaded.rebuilt_indexes:
+            log.warning("%s: rebuilt the indexes of %s: %s", opened.topic_partition, path.name, reason)
+            if emit is not None:
+                emit(
+                    "log_index_rebuilt", topic_partition=opened.topic_partition, path=str(path), reason=reason
+                )
+        if loaded.truncation is not None:
+            cut = loaded.truncation
+            log.warning(
+                "%s: recovery truncated %s at byte %d (%s); later segments deleted; log end offset now %d",
+                opened.topic_partition, cut.path.name, cut.position, cut.reason, log_end,
+            )  # fmt: skip
+            if emit is not None:
+                emit(
+                    "log_recovery_truncated",
+                    topic_partition=opened.topic_partition,
+                    path=str(cut.path),
+                    position=cut.position,
+                    reason=cut.reason,
+                    log_end_offset=log_end,
+                )
+        return opened
+
+    # -- state
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below it is fsynced; a restart checks only from the segment holding it."""
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise LogClosed(f"log {self.topic_partition} is closed")
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Around a change that removes bytes: lock-free readers that overlap it read again."""
+        self._changes += 1
+        try:
+            yield
+        finally:
+            self._changes += 1
+
+    # -- appending
+
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, now_ms: int | None = None
+    ) -> AppendInfo:
+        """Validate every batch, give them the next offsets and ``leader_epoch``, append them all or none.
+
+        CorruptRecordBatch (InvalidRecord included) or RecordTooLarge, and nothing appended, if any
+        batch is bad. ``last_offset_delta`` stays as the producer set it.
+        """
+        view, batches = _checked(records)
+        if not batches:
+            raise InvalidRecord("an append needs at least one record batch")
+        for header, position, size in batches:
+            if size > self.config.max_batch_bytes:
+                raise RecordTooLarge(size, self.config.max_batch_bytes)
+            if header.records_count != header.last_offset_delta + 1:
+                raise InvalidRecord(
+                    f"batch at byte {position}: {header.records_count} records for "
+                    f"{header.last_offset_delta + 1} offsets"
+                )
+        data = bytearray(view)
+        with self._lock:
+            self._require_open()
+            first = offset = self._log_end_offset
+            infos: list[BatchInfo] = []
+            for header, position, size in batches:
+                restamp_in_place(data, position, offset, leader_epoch)
+                offset += header.last_offset_delta + 1
+                infos.append((offset - 1, header.max_timestamp, size))
+            self._epochs.assign(leader_epoch, first)
+            return self._append(data, infos, batches, first, now_ms)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches as the leader stamped them; they must start at the log end and go forward."""
+        view, batches = _checked(records)
+        with self._lock:
+            self._require_open()
+            expected = self._log_end_offset
+            if not batches:
+                return AppendInfo(expected, expected - 1, -1, -1, 0, 0, 0)
+            if batches[0][0].base_offset != expected:
+                raise UnexpectedAppendOffset(expected, batches[0][0].base_offset)
+            infos: list[BatchInfo] = []
+            for header, position, size in batches:
+                if header.base_offset < expected:
+                    raise InvalidRecord(f"batch at byte {position}: offset {header.base_offset} goes back")
+                infos.append((header.last_offset, header.max_timestamp, size))
+                expected = header.next_offset
+            for header, _, _ in batches:
+                self._epochs.assign(header.partition_leader_epoch, header.base_offset)
+            return self._append(view, infos, batches, batches[0][0].base_offset, None)
+
+    def _append(
+        self,
+        data: bytearray | memoryview,
+        infos: list[BatchInfo],
+        batches: list[tuple[RecordBatchHeader, int, int]],
+        first_offset: int,
+        now: int | None,
+    ) -> AppendInfo:
+        max_timestamp, offset_of_max = -1, -1
+        for last_offset, timestamp, _ in infos:
+            if timestamp > max_timestamp:
+                max_timestamp, offset_of_max = timestamp, last_offset
+        last_offset = infos[-1][0]
+        active = self._segments[-1]
+        now = wall_clock_ms() if now is None else now
+        if self._should_roll(active, len(data), max_timestamp, last_offset, now):
+            active = self._roll()
+        active.append(data, infos)
+        self._log_end_offset = last_offset + 1
+        return AppendInfo(
+            first_offset,
+            last_offset,
+            max_timestamp,
+            offset_of_max,
+            len(batches),
+            sum(header.records_count for header, _, _ in batches),
+            len(data),
+        )
+
+    def _should_roll(
+        self, active: Segment, size: int, max_timestamp: int, last_offset: int, now: int
+    ) -> bool:
+        """Kafka's rule: full, too old (by the first batch's timestamp, else creation), or offsets that
+        no longer fit the index's int32 relative offsets. An empty segment never rolls."""
+        if active.size == 0:
+            return False
+        if active.size + size > self.config.segment_bytes:
+            return True
+        if last_offset - active.base_offset > MAX_RELATIVE_OFFSET:
+            return True
+        rolling = active.rolling_timestamp()
+        waited = max_timestamp - rolling if rolling >= 0 else now - active.created_ms
+        return waited > self.config.segment_ms
+
+    def _roll(self) -> Segment:
+        """A new active segment at the log end; the old one is sealed and fsynced, so the recovery
+        point moves to the new base (Kafka flushes it in the background; here the append waits)."""
+        old = self._segments[-1]
+        new = Segment.create(self.directory, self._log_end_offset, self.config.index_interval_bytes)
+        fsync_directory(self.directory)
+        old.seal()
+        self._segments = (*self._segments, new)
+        self._recovery_point = max(self._recovery_point, new.base_offset)
+        return new
+
+    # -- reading
+
+    def read(
+        self, start_offset: int, max_bytes: int, *, upper_bound: int | None = None, min_one_batch: bool = True
+    ) -> bytes:
+        """Whole batches from the one holding ``start_offset``, ending at or before ``upper_bound`` (the
+        high watermark for consumers; the log end if None), at most ``max_bytes`` unless the first
+        batch alone is larger and ``min_one_batch`` (KIP-74). Like Kafka, one read stays in one segment.
+
+        OffsetOutOfRange outside [log_start_offset, log_end_offset]; empty at the end.
+        """
+        changes = self._changes
+        if not changes & 1:
+            try:
+                data = self._read(start_offset, max_bytes, upper_bound, min_one_batch)
+            except Exception:
+                if self._changes == changes:
+                    raise
+            else:
+                if self._changes == changes:
+                    return data
+        with self._lock:
+            return self._read(start_offset, max_bytes, upper_bound, min_one_batch)
+
+    def _read(self, start_offset: int, max_bytes: int, upper_bound: int | None, min_one_batch: bool) -> bytes:
+        self._require_open()
+        log_end = self._log_end_offset  # before the segments: they hold at least this much
+        segments = self._segments
+        log_start = self._log_start_offset
+        if not log_start <= start_offset <= log_end:
+            raise OffsetOutOfRange(start_offset, log_start, log_end)
+        upper = log_end if upper_bound is None else min(upper_bound, log_end)
+        if start_offset >= upper:
+            return b""
+        i = max(bisect_right(segments, start_offset, key=lambda s: s.base_offset) - 1, 0)
+        for segment in segments[i:]:
+            data = segment.read(start_offset, max_bytes, upper, min_one_batch)
+            if data is not None:
+                return data
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record stamped >= ``timestamp`` (ListOffsets), or None.
+
+        Compressed batches are not decoded: the answer is then the batch's first offset and its
+        largest timestamp.
+        """
+        with self._lock:
+            self._require_open()
+            for segment in self._segments:
+                if segment.max_timestamp >= timestamp:
+                    found = segment.find_timestamp(timestamp, self._log_start_offset)
+                    if found is not None:
+                        return found
+            return None
+
+    # -- truncating
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset`` (a follower diverged from its leader)
+        and return the new log end offset; nothing happens if ``offset`` is at or past the end."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate {self.topic_partition} to negative offset {offset}")
+        with self._lock:
+            self._require_open()
+            if offset >= self._log_end_offset:
+                return self._log_end_offset
+            segments = self._segments
+            if segments[0].base_offset > offset:
+                self._start_at(offset)
+                return offset
+            keep = bisect_right(segments, offset, key=lambda s: s.base_offset)
+            with self._changing():
+                self._segments = segments[:keep]
+                for segment in segments[keep:]:
+                    segment.delete()
+                self._segments[-1].truncate_to(offset)
+                self._segments[-1].flush()  # the diverged batches must not come back after a crash
+                self._log_end_offset = self._segments[-1].next_offset
+                self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+                self._recovery_point = min(self._recovery_point, self._log_end_offset)
+            self._epochs.truncate_from_end(self._log_end_offset)
+            return self._log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start empty at ``offset`` (a follower far behind its leader's start)."""
+        with self._lock:
+            self._require_open()
+            self._start_at(offset)
+
+    def _start_at(self, offset: int) -> None:
+        with self._changing():
+            for segment in self._segments:
+                segment.delete()
+            self._segments = (Segment.create(self.directory, offset, self.config.index_interval_bytes),)
+            fsync_directory(self.directory)
+            self._log_start_offset = self._log_end_offset = self._recovery_point = offset
+        self._epochs.clear()
+
+    # -- retention
+
+    def delete_old_segments(self, now_ms: int, high_watermark: int) -> int:
+        """Delete the oldest segments past ``retention.ms`` or beyond ``retention.bytes``; never the
+        active one nor one holding offsets at or above ``high_watermark``. Returns how many went."""
+        with self._lock:
+            self._require_open()
+            segments = self._segments
+
+            def deletable(i: int) -> bool:
+                return i < len(segments) - 1 and segments[i + 1].base_offset <= high_watermark
+
+            count = 0
+            if self.config.retention_ms >= 0:
+                oldest_kept = now_ms - self.config.retention_ms
+                while deletable(count) and segments[count].largest_timestamp() < oldest_kept:
+                    count += 1
+            if self.config.retention_bytes >= 0:
+                excess = sum(s.size for s in segments[count:]) - self.config.retention_bytes
+                while deletable(count) and excess - segments[count].size >= 0:
+                    excess -= segments[count].size
+                    count += 1
+            if count == 0:
+                return 0
+            with self._changing():
+                self._segments = segments[count:]
+                self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+                self._recovery_point = max(self._recovery_point, self._log_start_offset)
+                for segment in segments[:count]:
+                    segment.delete()
+            self._epochs.truncate_from_start(self._log_start_offset)
+            log.info(
+                "%s: retention deleted %d segment(s); log start offset now %d",
+                self.topic_partition, count, self._log_start_offset,
+            )  # fmt: skip
+            return count
+
+    # -- durability and lifetime
+
+    def flush(self) -> None:
+        """fsync everything not yet flushed; the recovery point becomes the log end offset."""
+        with self._lock:
+            self._require_open()
+            log_end = self._log_end_offset
+            if self._recovery_point >= log_end:
+                return
+            segments = self._segments
+            first = max(bisect_right(segments, self._recovery_point, key=lambda s: s.base_offset) - 1, 0)
+            for segment in segments[first:]:
+                segment.flush()
+            self._recovery_point = log_end
+
+    def close(self) -> None:
+        """Close every file (without a flush: call :meth:`flush` first for a clean shutdown)."""
+        with self._lock:
+            if self._closed:
+                return
+            with self._changing():
+                self._closed = True
+                for segment in self._segments:
+                    segment.close()
+
+    def delete(self) -> None:
+        """Close the log and remove its directory."""
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    # -- leader epochs
+
+    def latest_epoch(self) -> int | None:
+        return self._epochs.latest_epoch
+
+    def assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """Record that leader ``epoch`` starts at ``start_offset`` (a new leader, at its log end)."""
+        with self._lock:
+            self._require_open()
+            self._epochs.assign(epoch, start_offset)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(largest epoch <= ``epoch``, where the next epoch starts): OffsetForLeaderEpoch's answer."""
+        return self._epochs.end_offset_for(epoch, self._log_end_offset)
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The epoch of the leader that wrote ``offset`` (-1 if unknown)."""
+        return self._epochs.epoch_for_offset(offset)
+
+    def epoch_entries(self) -> tuple[tuple[int, int], ...]:
+        """The leader epoch cache: (epoch, start offset) pairs, both increasing."""
+        return self._epochs.entries

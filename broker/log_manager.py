@@ -1,0 +1,144 @@
+"""Every partition log in the log directory: loaded (and recovered) at start-up, created on demand,
+deleted with the topic, checkpointed, and trimmed by retention (Kafka's LogManager).
+
+A partition's log lives in ``<log.dir>/<topic>-<partition>/``. Two checkpoint files beside them, in
+Kafka's text format, say where recovery must start (``recovery-point-offset-checkpoint``: everything
+before was flushed) and where each log now starts (``log-start-offset-checkpoint``). A clean
+shutdown flushes every log and writes both, so the next start recovers nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from broker.checkpoint import CorruptCheckpoint, read_offsets, write_offsets
+from broker.log import Log, LogConfig
+from daemon.eventlog import EventLog
+from zkstore.znodes import TopicPartition
+
+log = logging.getLogger("broker.log_manager")
+
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+def partition_of(directory: Path) -> TopicPartition | None:
+    """The partition a log directory holds, from its ``<topic>-<partition>`` name (None if not one)."""
+    match = _PARTITION_DIR.match(directory.name)
+    if match is None:
+        return None
+    return TopicPartition(match["topic"], int(match["partition"]))
+
+
+def _read(path: Path) -> dict[TopicPartition, int]:
+    try:
+        return read_offsets(path)
+    except CorruptCheckpoint as exc:
+        log.error("ignoring a corrupt checkpoint (recovery starts from the beginning): %s", exc)
+        return {}
+
+
+class LogManager:
+    def __init__(self, log_dir: Path, config: LogConfig, events: EventLog) -> None:
+        self.log_dir = log_dir
+        self.config = config
+        self.events = events
+        self._logs: dict[TopicPartition, Log] = {}
+        self._lock = threading.Lock()
+
+    def load(self) -> int:
+        """Open (and recover) every log already on disk; returns how many."""
+        recovery_points = _read(self.log_dir / RECOVERY_POINT_FILE)
+        start_offsets = _read(self.log_dir / LOG_START_OFFSET_FILE)
+        started = time.monotonic()
+        for directory in sorted(p for p in self.log_dir.iterdir() if p.is_dir()):
+            tp = partition_of(directory)
+            if tp is None:
+                continue
+            opened = Log.open(
+                directory,
+                self.config,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp),
+                emit=self.events.emit,
+            )
+            with self._lock:
+                self._logs[tp] = opened
+        with self._lock:
+            count = len(self._logs)
+        self.events.emit(
+            "logs_loaded", logs=count, seconds=round(time.monotonic() - started, 3), log_dir=str(self.log_dir)
+        )
+        return count
+
+    def get(self, tp: TopicPartition) -> Log | None:
+        with self._lock:
+            return self._logs.get(tp)
+
+    def get_or_create(self, tp: TopicPartition) -> Log:
+        with self._lock:
+            existing = self._logs.get(tp)
+            if existing is not None:
+                return existing
+            created = Log.open(
+                self.log_dir / f"{tp.topic}-{tp.partition}", self.config, emit=self.events.emit
+            )
+            self._logs[tp] = created
+        self.events.emit("log_created", topic=tp.topic, partition=tp.partition)
+        return created
+
+    def delete(self, tp: TopicPartition) -> bool:
+        with self._lock:
+            removed = self._logs.pop(tp, None)
+        if removed is None:
+            return False
+        removed.delete()
+        self.events.emit("log_deleted", topic=tp.topic, partition=tp.partition)
+        return True
+
+    def checkpoint(self) -> None:
+        """Write every log's recovery point and start offset."""
+        with self._lock:
+            logs = dict(self._logs)
+        write_offsets(self.log_dir / RECOVERY_POINT_FILE, {tp: lg.recovery_point for tp, lg in logs.items()})
+        write_offsets(
+            self.log_dir / LOG_START_OFFSET_FILE, {tp: lg.log_start_offset for tp, lg in logs.items()}
+        )
+
+    def apply_retention(self, high_watermark: Callable[[TopicPartition], int | None]) -> int:
+        """Delete expired or excess segments below each partition's high watermark; returns how many."""
+        now_ms = int(time.time() * 1000)
+        with self._lock:
+            logs = dict(self._logs)
+        deleted = 0
+        for tp, partition_log in logs.items():
+            hw = high_watermark(tp)
+            if hw is None:
+                continue
+            count = partition_log.delete_old_segments(now_ms, hw)
+            if count:
+                deleted += count
+                self.events.emit(
+                    "log_retention",
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    segments_deleted=count,
+                    log_start_offset=partition_log.log_start_offset,
+                )
+        return deleted
+
+    def shutdown(self) -> None:
+        """Flush and close every log, then checkpoint: the next start has nothing to recover."""
+        with self._lock:
+            logs = dict(self._logs)
+        for partition_log in logs.values():
+            partition_log.flush()
+        self.checkpoint()
+        for partition_log in logs.values():
+            partition_log.close()

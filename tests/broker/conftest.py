@@ -1,0 +1,3 @@
+from tests.broker.cluster import cluster
+
+__all__ = ["cluster"]

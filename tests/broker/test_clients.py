@@ -1,0 +1,151 @@
+"""Unmodified Kafka clients (kafka-python, confluent-kafka) produce to and consume from real brokers.
+
+Real ZooKeeper, a controller process and broker processes; the clients run in worker threads with
+their own timeouts, so a broker that stops answering fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from tests.broker.cluster import Cluster
+
+pytestmark = pytest.mark.zookeeper
+
+DEADLINE_S = 60.0
+
+
+def bootstrap(cluster: Cluster) -> str:
+    return ",".join("{}:{}".format(*b.endpoint("PLAINTEXT")) for b in cluster.brokers.values())
+
+
+def records_for(partitions: int, count: int) -> list[tuple[int, bytes, bytes]]:
+    return [(i % partitions, f"key-{i}".encode(), f"v-{i}-{'x' * (i % 50)}".encode()) for i in range(count)]
+
+
+# ---------------------------------------------------------------- kafka-python
+
+
+Records = list[tuple[int, bytes, bytes]]
+"""(partition, key, value) in the order produced."""
+
+
+def kafka_python_produce(servers: str, topic: str, records: Records, acks: Any) -> None:
+    from kafka import KafkaProducer
+
+    # Idempotence (kafka-python's default) needs InitProducerId, which these brokers do not serve.
+    producer = KafkaProducer(
+        bootstrap_servers=servers, acks=acks, linger_ms=5, request_timeout_ms=20000, enable_idempotence=False
+    )
+    try:
+        futures = [producer.send(topic, key=k, value=v, partition=p) for p, k, v in records]
+        producer.flush(DEADLINE_S)
+        for future in futures:
+            future.get(timeout=DEADLINE_S)
+    finally:
+        producer.close(5)
+
+
+def kafka_python_consume(servers: str, topic: str, partitions: int, expected: int) -> dict[int, list[Any]]:
+    from kafka import KafkaConsumer
+    from kafka.structs import TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=servers, enable_auto_commit=False, group_id=None, request_timeout_ms=20000
+    )
+    got: dict[int, list[Any]] = defaultdict(list)
+    try:
+        assigned = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(assigned)
+        consumer.seek_to_beginning(*assigned)
+        deadline = time.monotonic() + DEADLINE_S
+        while sum(len(v) for v in got.values()) < expected and time.monotonic() < deadline:
+            for tp, messages in consumer.poll(timeout_ms=500).items():
+                got[tp.partition].extend((m.offset, m.key, m.value) for m in messages)
+    finally:
+        consumer.close()
+    return got
+
+
+# ---------------------------------------------------------------- confluent-kafka
+
+
+def confluent_produce(servers: str, topic: str, records: list[tuple[int, bytes, bytes]], acks: str) -> None:
+    from confluent_kafka import KafkaException, Producer
+
+    failures: list[str] = []
+    producer = Producer(
+        {"bootstrap.servers": servers, "acks": acks, "linger.ms": 5, "enable.idempotence": False}
+    )
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    for p, k, v in records:
+        while True:
+            try:
+                producer.produce(topic, key=k, value=v, partition=p, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    remaining = producer.flush(DEADLINE_S)
+    if remaining or failures:
+        raise KafkaException(f"{remaining} undelivered, failures: {failures[:5]}")
+
+
+def confluent_consume(servers: str, topic: str, partitions: int, expected: int) -> dict[int, list[Any]]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": servers, "group.id": "assign-only", "enable.auto.commit": False}
+    )
+    got: dict[int, list[Any]] = defaultdict(list)
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        deadline = time.monotonic() + DEADLINE_S
+        while sum(len(v) for v in got.values()) < expected and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=1000, timeout=0.5):
+                if message.error() is None:
+                    got[message.partition()].append((message.offset(), message.key(), message.value()))
+    finally:
+        consumer.close()
+    return got
+
+
+# ---------------------------------------------------------------- checks
+
+
+def assert_all_in_order(got: dict[int, list[Any]], records: list[tuple[int, bytes, bytes]]) -> None:
+    sent: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
+    for p, k, v in records:
+        sent[p].append((k, v))
+    for partition, expected in sent.items():
+        received = got.get(partition, [])
+        assert [(k, v) for _, k, v in received] == expected, f"partition {partition}"
+        offsets = [o for o, _, _ in received]
+        assert offsets == list(range(len(expected))), f"partition {partition}: offsets {offsets[:5]}..."
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+async def test_single_replica_partitions_round_trip(cluster: Cluster, client: str) -> None:
+    await cluster.start((1, 2, 3))
+    topic = f"round-trip-{client}"
+    await cluster.topic(topic, {0: (1,), 1: (2,), 2: (3,)})
+    servers = bootstrap(cluster)
+    first, second = records_for(3, 3000), records_for(3, 3000)[::-1]
+    loop = asyncio.get_running_loop()
+    if client == "kafka-python":
+        await loop.run_in_executor(None, kafka_python_produce, servers, topic, first, 1)
+        await loop.run_in_executor(None, kafka_python_produce, servers, topic, second, "all")
+        got = await loop.run_in_executor(None, kafka_python_consume, servers, topic, 3, 6000)
+    else:
+        await loop.run_in_executor(None, confluent_produce, servers, topic, first, "1")
+        await loop.run_in_executor(None, confluent_produce, servers, topic, second, "all")
+        got = await loop.run_in_executor(None, confluent_consume, servers, topic, 3, 6000)
+    assert_all_in_order(got, first + second)
