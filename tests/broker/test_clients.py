@@ -149,3 +149,29 @@ async def test_single_replica_partitions_round_trip(cluster: Cluster, client: st
         await loop.run_in_executor(None, confluent_produce, servers, topic, second, "all")
         got = await loop.run_in_executor(None, confluent_consume, servers, topic, 3, 6000)
     assert_all_in_order(got, first + second)
+
+
+REPLICATED = {p: tuple((p + i) % 3 + 1 for i in range(3)) for p in range(6)}
+"""Six partitions, replication factor 3, leadership spread over the three brokers."""
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+async def test_replicated_partitions_round_trip_with_acks_all(cluster: Cluster, client: str) -> None:
+    await cluster.start((1, 2, 3))
+    topic = f"replicated-{client}"
+    await cluster.topic(topic, REPLICATED)
+    servers = bootstrap(cluster)
+    records = records_for(6, 100_000)
+    loop = asyncio.get_running_loop()
+    started = time.monotonic()
+    if client == "kafka-python":
+        await loop.run_in_executor(None, kafka_python_produce, servers, topic, records, "all")
+        produced = time.monotonic()
+        got = await loop.run_in_executor(None, kafka_python_consume, servers, topic, 6, len(records))
+    else:
+        await loop.run_in_executor(None, confluent_produce, servers, topic, records, "all")
+        produced = time.monotonic()
+        got = await loop.run_in_executor(None, confluent_consume, servers, topic, 6, len(records))
+    consumed = time.monotonic() - produced
+    print(f"{client}: produced in {produced - started:.1f} s, consumed in {consumed:.1f} s")
+    assert_all_in_order(got, records)
