@@ -14,6 +14,7 @@ session id 0, which clients accept as "no session".
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,8 @@ def _partition_response(index: int, error: ErrorCode, **fields: Any) -> dict[str
 class FetchApi:
     def __init__(self, rm: ReplicaManager) -> None:
         self.rm = rm
+        self.on_read: Callable[[int, bool], None] | None = None
+        """Called with the record bytes of each answered fetch and whether a follower sent it (metrics)."""
 
     def handle(self, request: Request, body: dict[str, Any]) -> Any:
         replica_id = body["replica_id"]
@@ -67,9 +70,14 @@ class FetchApi:
         ]
         response, available, failed = self.read_all(replica_id, wanted, body["max_bytes"])
         if body["max_wait_ms"] <= 0 or available >= body["min_bytes"] or failed or not wanted:
+            self.count(available, replica_id)
             return response
         delayed = DelayedFetch(body["max_wait_ms"] / 1000.0, self, replica_id, wanted, body)
         return self.rm.fetch_purgatory.watch(delayed, [w.tp for w in wanted])
+
+    def count(self, record_bytes: int, replica_id: int) -> None:
+        if self.on_read is not None and record_bytes:
+            self.on_read(record_bytes, replica_id >= 0)
 
     def read_all(
         self, replica_id: int, wanted: list[Wanted], max_bytes: int
@@ -157,5 +165,6 @@ class DelayedFetch(DelayedOperation):
         return failed or total >= self.min_bytes
 
     def reply(self) -> dict[str, Any]:
-        response, _, _ = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
+        response, total, _ = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
+        self.api.count(total, self.replica_id)
         return response

@@ -2,8 +2,9 @@
 
 RequestChannel queue sizes per plane (``kafka_network_requestchannel_requestqueuesize`` and
 ``…_controlplanerequestqueuesize``), handler idle shares per plane, per-API request counts and
-times labelled ``request`` as Kafka's RequestMetrics are, ReplicaManager counts, and two additions
-without a Kafka MBean: the broker epoch and rejected control requests by API and error.
+times labelled ``request`` as Kafka's RequestMetrics are, ReplicaManager counts and ISR change rates,
+waiting requests per purgatory, BrokerTopicMetrics byte and record rates, and two additions without
+a Kafka MBean: the broker epoch and rejected control requests by API and error.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from broker.log import AppendInfo
 from broker.network import Request
 from daemon.metrics import Metrics
 from protocol import ErrorCode
@@ -68,6 +70,38 @@ class BrokerMetrics:
             "This broker's epoch (czxid of its registration)",
             lambda: broker.identity.epoch,
         )
+        metrics.gauge_fn(
+            server,
+            "ReplicaManager",
+            "UnderMinIsrPartitionCount",
+            "Partitions led here whose ISR is below min.insync.replicas",
+            rm.under_min_isr_count,
+        )
+        self.isr_shrinks = metrics.meter(
+            server, "ReplicaManager", "IsrShrinksPerSec", "Committed ISR shrinks"
+        )
+        self.isr_expands = metrics.meter(
+            server, "ReplicaManager", "IsrExpandsPerSec", "Committed ISR expansions"
+        )
+        rm.on_isr_change = lambda expanded: (self.isr_expands if expanded else self.isr_shrinks).inc()
+        purgatory = metrics.gauge(
+            server,
+            "DelayedOperationPurgatory",
+            "NumDelayedOperations",
+            "Requests waiting (acks=all produces, long-polling fetches)",
+            ("delayedOperation",),
+        )
+        purgatory.labels("Produce").set_function(rm.produce_purgatory.size)
+        purgatory.labels("Fetch").set_function(rm.fetch_purgatory.size)
+        topics = "BrokerTopicMetrics"
+        self.messages_in = metrics.meter(server, topics, "MessagesInPerSec", "Records appended by producers")
+        self.bytes_in = metrics.meter(server, topics, "BytesInPerSec", "Record bytes appended by producers")
+        self.bytes_out = metrics.meter(server, topics, "BytesOutPerSec", "Record bytes fetched by consumers")
+        self.replication_bytes_out = metrics.meter(
+            server, topics, "ReplicationBytesOutPerSec", "Record bytes fetched by followers"
+        )
+        broker.produce_api.on_append = self.appended
+        broker.fetch_api.on_read = self.fetched
         labels = ("request",)
         self.requests = metrics.meter(network, "RequestMetrics", "RequestsPerSec", "Requests handled", labels)
         self.queue_time = metrics.timer(
@@ -85,6 +119,13 @@ class BrokerMetrics:
         self.errors = metrics.meter(
             network, "RequestMetrics", "ErrorsPerSec", "Responses by top-level error", ("request", "error")
         )
+
+    def appended(self, info: AppendInfo) -> None:
+        self.messages_in.inc(info.records)
+        self.bytes_in.inc(info.bytes)
+
+    def fetched(self, record_bytes: int, replication: bool) -> None:
+        (self.replication_bytes_out if replication else self.bytes_out).inc(record_bytes)
 
     def request_handled(self, request: Request, error: int) -> None:
         """Called on the handler thread once a request has been handled."""

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from broker.log import RecordTooLarge
+from broker.log import AppendInfo, RecordTooLarge
 from broker.network import Close, Request
 from broker.partition import PartitionError
 from broker.purgatory import DelayedOperation
@@ -111,9 +112,10 @@ class DelayedProduce(DelayedOperation):
 
 
 class ProduceApi:
-    def __init__(self, rm: ReplicaManager, min_insync_replicas: int) -> None:
+    def __init__(self, rm: ReplicaManager) -> None:
         self.rm = rm
-        self.min_insync_replicas = min_insync_replicas
+        self.on_append: Callable[[AppendInfo], None] | None = None
+        """Called after each successful append (metrics)."""
 
     def handle(self, request: Request, body: dict[str, Any]) -> Any:
         acks = body["acks"]
@@ -141,7 +143,7 @@ class ProduceApi:
         appended = any(r.error == ErrorCode.NONE for parts in results.values() for r in parts.values())
         if acks != ACKS_ALL or not appended:
             return _response(results)
-        delayed = DelayedProduce(body["timeout_ms"] / 1000.0, results, self.rm, self.min_insync_replicas)
+        delayed = DelayedProduce(body["timeout_ms"] / 1000.0, results, self.rm, self.rm.min_insync_replicas)
         return self.rm.produce_purgatory.watch(delayed, list(delayed.waiting))
 
     def _append(self, tp: TopicPartition, records: bytes | None, acks: int) -> PartitionResult:
@@ -149,11 +151,11 @@ class ProduceApi:
             partition = self.rm.hosted(tp)
             with partition.lock:
                 leader_log = partition.require_leader()
-                if acks == ACKS_ALL and len(partition.isr) < self.min_insync_replicas:
+                min_isr = self.rm.min_insync_replicas
+                if acks == ACKS_ALL and len(partition.isr) < min_isr:
                     raise PartitionError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,
-                        f"ISR {list(partition.isr)} is smaller than min.insync.replicas "
-                        f"{self.min_insync_replicas}",
+                        f"ISR {list(partition.isr)} is smaller than min.insync.replicas {min_isr}",
                     )
                 if not records:
                     raise CorruptRecordBatch("no record batches")
@@ -174,4 +176,6 @@ class ProduceApi:
         except RecordTooLarge as exc:
             return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE, message=str(exc))
         self.rm.partition_changed(tp)
+        if self.on_append is not None:
+            self.on_append(info)
         return result

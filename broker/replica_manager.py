@@ -57,6 +57,10 @@ class ReplicaManager:
         self.metadata_cache = metadata_cache
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
+        self.min_insync_replicas = 1
+        """min.insync.replicas (the broker default; topic-level overrides are not read)."""
+        self.on_isr_change: Callable[[bool], None] | None = None
+        """Called with True for a committed expansion, False for a committed shrink (metrics)."""
         self.propose_isr: Callable[[Proposal], None] | None = None
         """Sends an ISR proposal to the controller (the AlterPartition manager); None: no ISR changes."""
         self.fetchers = ReplicaFetcherManager(
@@ -328,6 +332,8 @@ class ReplicaManager:
             **fields,
         )
         if committed:
+            if self.on_isr_change is not None and set(fields["isr"]) != set(before):
+                self.on_isr_change(len(fields["isr"]) > len(before))
             self.partition_changed(tp)
 
     def high_watermark(self, tp: TopicPartition) -> int | None:
@@ -366,6 +372,13 @@ class ReplicaManager:
 
     def partition_count(self) -> int:
         return len(self.partitions)
+
+    def under_min_isr_count(self) -> int:
+        return sum(
+            1
+            for p in list(self.partitions.values())
+            if p.leader == self.broker_id and len(p.isr) < self.min_insync_replicas
+        )
 
     def under_replicated_count(self) -> int:
         return sum(

@@ -102,10 +102,11 @@ class BrokerServer:
         self.apis.register(ApiKey.API_VERSIONS, metadata.api_versions)
         self.apis.register(ApiKey.METADATA, metadata.metadata)
         offsets = OffsetsApi(self.replica_manager)
-        self.apis.register(
-            ApiKey.PRODUCE, ProduceApi(self.replica_manager, config.min_insync_replicas).handle
-        )
-        self.apis.register(ApiKey.FETCH, FetchApi(self.replica_manager).handle)
+        self.replica_manager.min_insync_replicas = config.min_insync_replicas
+        self.produce_api = ProduceApi(self.replica_manager)
+        self.fetch_api = FetchApi(self.replica_manager)
+        self.apis.register(ApiKey.PRODUCE, self.produce_api.handle)
+        self.apis.register(ApiKey.FETCH, self.fetch_api.handle)
         self.apis.register(ApiKey.LIST_OFFSETS, offsets.list_offsets)
         self.apis.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, offsets.offset_for_leader_epoch)
         self.data_channel = RequestChannel(

@@ -296,6 +296,8 @@ async def test_metrics_use_the_jmx_exporter_names(cluster: Cluster) -> None:
     await cluster.topic("metered", {0: (1, 2), 1: (2, 1)})
     broker = cluster.brokers[1]
     port = (await broker.wait_kind("broker_started"))["metrics_port"]
+    answer = await produce(broker, "metered", 0, 10, acks=1)
+    assert answer["error_code"] == ErrorCode.NONE
     loop = asyncio.get_running_loop()
     text = await loop.run_in_executor(
         None, lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
@@ -313,3 +315,9 @@ async def test_metrics_use_the_jmx_exporter_names(cluster: Cluster) -> None:
     assert 0 <= samples["kafka_server_kafkarequesthandlerpool_controlplanerequesthandleravgidlepercent"] <= 1
     assert samples['kafka_network_requestmetrics_requestspersec_total{request="LeaderAndIsr"}'] >= 1
     assert samples['kafka_network_requestmetrics_totaltimems_count{request="UpdateMetadata"}'] >= 1
+    assert samples["kafka_server_brokertopicmetrics_messagesinpersec_total"] == 10
+    assert samples["kafka_server_brokertopicmetrics_bytesinpersec_total"] > 10 * 2
+    assert samples["kafka_server_replicamanager_underminisrpartitioncount"] == 0
+    waiting = "kafka_server_delayedoperationpurgatory_numdelayedoperations"
+    assert samples[waiting + '{delayedOperation="Produce"}'] == 0
+    assert "kafka_server_replicamanager_isrshrinkspersec_total" in samples

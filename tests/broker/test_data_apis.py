@@ -71,7 +71,8 @@ def make(tmp_path: Path, *, isr: tuple[int, ...] = (1,), leader: int = 1, min_is
     rm = ReplicaManager(1, tmp_path, events, metadata_cache=cache)
     apis = KafkaApis(BrokerIdentity(1, EPOCH), rm, cache, events)
     offsets = OffsetsApi(rm)
-    apis.register(ApiKey.PRODUCE, ProduceApi(rm, min_isr).handle)
+    rm.min_insync_replicas = min_isr
+    apis.register(ApiKey.PRODUCE, ProduceApi(rm).handle)
     apis.register(ApiKey.FETCH, FetchApi(rm).handle)
     apis.register(ApiKey.LIST_OFFSETS, offsets.list_offsets)
     apis.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, offsets.offset_for_leader_epoch)

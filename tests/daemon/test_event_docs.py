@@ -1,0 +1,27 @@
+"""Every event kind the daemons emit is documented in docs/events.md (the PySpark pipeline's input)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EMIT = re.compile(r"""\bemit\(\s*"([a-z_]+)"(?:\s+if\s+[^,]+?\s+else\s+"([a-z_]+)")?""")
+
+
+def emitted(package: str) -> set[str]:
+    kinds: set[str] = set()
+    for path in (REPO / package).rglob("*.py"):
+        for match in EMIT.finditer(path.read_text()):
+            kinds.update(k for k in match.groups() if k)
+    return kinds
+
+
+@pytest.mark.parametrize("package", ["broker", "controller"])
+def test_every_emitted_kind_is_documented(package: str) -> None:
+    documented = set(re.findall(r"`([a-z_]+)`", (REPO / "docs" / "events.md").read_text()))
+    kinds = emitted(package)
+    assert kinds, f"no emit calls found in {package}/"
+    assert sorted(kinds - documented) == []
