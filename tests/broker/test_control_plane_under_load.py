@@ -1,0 +1,107 @@
+"""KIP-291 with a real Produce backlog: while the data-plane queue is full and its handler busy
+appending, an UpdateMetadata on the control-plane listener is still handled (asserted by its
+completion, not by a timing).
+
+Each Produce request carries hundreds of one-record batches, so its handling (one CRC check and
+header parse per batch) costs more than reading it: the handler, not the network, is the bottleneck,
+and pipelining clients keep the queue at its capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+import urllib.request
+
+import pytest
+
+from protocol import ApiKey, ErrorCode, encode_request
+from protocol.record_batch import build_batch
+from tests.broker.cluster import Cluster, epoch_of
+from tests.zkstore.helpers import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+QUEUE = 4
+CONNECTIONS = 12
+DEPTH = 4
+BATCHES_PER_REQUEST = 400
+QUEUE_SIZE = "kafka_network_requestchannel_requestqueuesize"
+DATA_IDLE = "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent"
+
+
+def produce_frame(correlation_id: int) -> bytes:
+    batch = build_batch([(None, b"x" * 20)], 0)
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 30000,
+        "topic_data": [
+            {"name": "flood", "partition_data": [{"index": 0, "records": batch * BATCHES_PER_REQUEST}]}
+        ],
+    }
+    return encode_request(ApiKey.PRODUCE, 7, correlation_id, "flood", body)
+
+
+async def flood(host: str, port: int, stop: asyncio.Event) -> int:
+    """Keep DEPTH produce requests written ahead on one connection; returns how many were answered."""
+    reader, writer = await asyncio.open_connection(host, port)
+    frame = produce_frame(0)  # the correlation id is not checked by this client
+    answered = 0
+    try:
+        writer.write(frame * DEPTH)
+        while not stop.is_set():
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            await reader.readexactly(size)
+            answered += 1
+            writer.write(frame)
+            await writer.drain()
+    finally:
+        writer.close()
+    return answered
+
+
+def scrape(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return {
+        line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+async def test_an_update_metadata_is_handled_while_produce_fills_the_data_plane(cluster: Cluster) -> None:
+    settings = {"num.io.threads": 1, "queued.max.requests": QUEUE, "metrics.port": 0}
+    await cluster.start((1,), {1: settings})
+    await cluster.topic("flood", {0: (1,)})
+    broker = cluster.brokers[1]
+    port = (await broker.wait_kind("broker_started"))["metrics_port"]
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    floods = [asyncio.create_task(flood(*broker.endpoint("PLAINTEXT"), stop)) for _ in range(CONNECTIONS)]
+    try:
+
+        async def full() -> bool:
+            return (await loop.run_in_executor(None, scrape, port))[QUEUE_SIZE] == QUEUE
+
+        await wait_until(full, timeout=60, what="the data-plane queue at its capacity")
+        body = {
+            "controller_id": 100,
+            "controller_epoch": 1,
+            "max_broker_epoch": epoch_of(broker),
+            "topic_states": [],
+            "live_brokers": [],
+        }
+        reply = await asyncio.wait_for(broker.request("CONTROLLER", ApiKey.UPDATE_METADATA, 7, body), 30)
+        assert reply == {"error_code": ErrorCode.NONE}
+        after = await loop.run_in_executor(None, scrape, port)
+        assert after[QUEUE_SIZE] >= QUEUE - 1, "the backlog was still there when the answer came"
+        assert after[DATA_IDLE] < 0.5, "the data-plane handler was busy"
+        assert not any(f.done() for f in floods), [f.exception() for f in floods if f.done()]
+    finally:
+        stop.set()
+        for task in floods:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*floods, return_exceptions=True)
