@@ -1,0 +1,1 @@
+"""Running clusters locally: daemons as processes, the launcher, and the admin CLI."""
