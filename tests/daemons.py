@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cluster.admin import create_topic
 from cluster.processes import BrokerProcess, ControllerProcess, DaemonProcess, Event
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
@@ -17,11 +18,6 @@ __all__ = [
     "create_topic",
     "partition_state",
 ]
-
-
-async def create_topic(zk: AsyncZooKeeper, topic: str, replicas: dict[int, tuple[int, ...]]) -> None:
-    """What ``kafka-topics --zookeeper --create`` does: write the assignment; the controller does the rest."""
-    await zk.create(znodes.topic_path(topic), znodes.TopicAssignment(topic, replicas).encode(), makepath=True)
 
 
 async def partition_state(
