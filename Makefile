@@ -45,6 +45,7 @@ bench: install
 	$(PY) -m bench.failover
 	$(PY) -m bench.controlled_shutdown
 	$(PY) -m bench.control_latency
+	$(PY) -m bench.produce
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .hypothesis bench/results

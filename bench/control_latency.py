@@ -15,7 +15,8 @@ control path, so a Metadata request for all topics costs real handler time. A pr
 control request every ``--interval-ms``, alternating LeaderAndIsr v5 (a partition of this broker,
 leader epoch rising) and a small UpdateMetadata v7, one at a time over one persistent connection as a
 controller does: first with the broker idle, then while load-generator processes keep the data-plane
-queue full with pipelined Metadata v1 requests (verified by scraping
+queue full with pipelined Metadata v1 requests and, on ``--produce-connections`` of the connections,
+Produce requests of many small batches to the probe partition (verified by scraping
 ``kafka_network_requestchannel_requestqueuesize`` from the broker's metrics port). Reported per phase:
 client round trip, and the broker's own queue and handle times from its ``control_request_handled``
 events (matched by correlation id), p50/p99/max; Metadata throughput; cores used by the broker and by
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -54,6 +55,7 @@ from bench.machine import machine, write_report
 from daemon.connection import KafkaConnection
 from daemon.runtime import die_with_parent
 from protocol import ApiKey, ErrorCode, encode_request, epoch_field
+from protocol.record_batch import build_batch
 from zkstore import znodes
 from zkstore.local_server import ZooKeeperServer
 
@@ -84,6 +86,8 @@ class Settings:
     connections: int
     pipeline_depth: int
     load_processes: int
+    produce_connections: int
+    """Of ``connections``, how many send Produce (acks=1, many small batches) instead of Metadata."""
     interval_ms: float
     duration_s: float
     saturation_timeout_s: float
@@ -201,28 +205,44 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return round(numerator / denominator, 2)
 
 
-# -- the load: Metadata v1 for all topics, pipelined, from separate processes
+# -- the load: Metadata v1 for all topics and Produce, pipelined, from separate processes
+
+PRODUCE_VERSION = 7
+PRODUCE_BATCHES = 200
+"""One-record batches per Produce request: each costs the handler a header parse and a CRC check."""
 
 
-async def _metadata_stream(
+def metadata_frame(correlation_id: int) -> bytes:
+    return encode_request(
+        ApiKey.METADATA, METADATA_VERSION, correlation_id, "control-latency-load", {"topics": None}
+    )
+
+
+def produce_frame(correlation_id: int) -> bytes:
+    """acks=1 to the probe partition, which the probe's LeaderAndIsr makes this broker lead."""
+    records = build_batch([(None, b"x" * 100)], 0) * PRODUCE_BATCHES
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 30000,
+        "topic_data": [{"name": PROBE_TOPIC, "partition_data": [{"index": 0, "records": records}]}],
+    }
+    return encode_request(ApiKey.PRODUCE, PRODUCE_VERSION, correlation_id, "control-latency-load", body)
+
+
+async def _stream(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     depth: int,
+    frame: Callable[[int], bytes],
     completed: Counter,
     failures: Counter,
 ) -> None:
-    """Keep ``depth`` Metadata requests outstanding; responses are counted, not decoded (cheap client)."""
+    """Keep ``depth`` requests outstanding; responses are counted, not decoded (a cheap client)."""
     sent = itertools.count()
     expected = 0
-
-    def send() -> None:
-        body = {"topics": None}
-        writer.write(
-            encode_request(ApiKey.METADATA, METADATA_VERSION, next(sent), "control-latency-load", body)
-        )
-
     for _ in range(depth):
-        send()
+        writer.write(frame(next(sent)))
     try:
         while True:
             prefix = await reader.readexactly(_INT32.size)
@@ -233,7 +253,7 @@ async def _metadata_stream(
                 raise ConnectionError(f"response {correlation_id} where {expected} was due")
             expected += 1
             completed.value += 1
-            send()
+            writer.write(frame(next(sent)))
             await writer.drain()
     except (ConnectionError, asyncio.IncompleteReadError):
         failures.value += 1
@@ -245,14 +265,23 @@ async def _load(
     host: str,
     port: int,
     connections: int,
+    producers: int,
     depth: int,
     completed: Counter,
+    produced: Counter,
     failures: Counter,
     ready: Any,
     stop: Any,
 ) -> None:
     streams = [await asyncio.open_connection(host, port, limit=1 << 22) for _ in range(connections)]
-    tasks = [asyncio.create_task(_metadata_stream(r, w, depth, completed, failures)) for r, w in streams]
+    tasks = [
+        asyncio.create_task(
+            _stream(r, w, depth, produce_frame, produced, failures)
+            if i < producers
+            else _stream(r, w, depth, metadata_frame, completed, failures)
+        )
+        for i, (r, w) in enumerate(streams)
+    ]
     ready.set()
     while not stop.is_set() and not all(t.done() for t in tasks):
         await asyncio.sleep(0.1)
@@ -265,8 +294,10 @@ def load_worker(
     host: str,
     port: int,
     connections: int,
+    producers: int,
     depth: int,
     completed: Counter,
+    produced: Counter,
     failures: Counter,
     ready: Any,
     stop: Any,
@@ -280,17 +311,19 @@ def load_worker(
         runner = uvloop.run
     except ImportError:
         runner = asyncio.run
-    runner(_load(host, port, connections, depth, completed, failures, ready, stop))
+    runner(_load(host, port, connections, producers, depth, completed, produced, failures, ready, stop))
 
 
 class LoadGenerator:
-    """``connections`` Metadata streams split over ``processes`` spawned processes."""
+    """``connections`` Metadata and Produce streams split over ``processes`` spawned processes."""
 
     def __init__(self, host: str, port: int, settings: Settings) -> None:
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
         self._ready = [context.Event() for _ in range(settings.load_processes)]
         self._completed = [context.Value("q", 0, lock=False) for _ in range(settings.load_processes)]
+        self._produced = [context.Value("q", 0, lock=False) for _ in range(settings.load_processes)]
+        producers, spare = divmod(settings.produce_connections, settings.load_processes)
         self._failures = [context.Value("q", 0, lock=False) for _ in range(settings.load_processes)]
         base, extra = divmod(settings.connections, settings.load_processes)
         self._processes = [
@@ -300,8 +333,10 @@ class LoadGenerator:
                     host,
                     port,
                     base + (i < extra),
+                    producers + (i < spare),
                     settings.pipeline_depth,
                     self._completed[i],
+                    self._produced[i],
                     self._failures[i],
                     self._ready[i],
                     self._stop,
@@ -330,6 +365,10 @@ class LoadGenerator:
     @property
     def completed(self) -> int:
         return sum(v.value for v in self._completed)
+
+    @property
+    def produced(self) -> int:
+        return sum(v.value for v in self._produced)
 
     @property
     def failures(self) -> int:
@@ -593,9 +632,10 @@ async def measure_phase(
 ) -> dict[str, Any]:
     scrapes = Scrapes()
     scraper = asyncio.create_task(scrape_loop(broker.metrics_port, scrapes))
-    cpu_before, completed_before, began = (
+    cpu_before, completed_before, produced_before, began = (
         cpu_now(broker, load),
         load.completed if load else 0,
+        load.produced if load else 0,
         time.monotonic(),
     )
     try:
@@ -607,12 +647,16 @@ async def measure_phase(
     elapsed = time.monotonic() - began
     cpu = cpu_shares(cpu_before, cpu_now(broker, load), elapsed)
     completed = (load.completed if load else 0) - completed_before
+    produced = (load.produced if load else 0) - produced_before
     return {
         "phase": name,
         "seconds": round(elapsed, 2),
         "samples": samples,
         "metadata_requests": completed,
         "metadata_per_s": round(completed / elapsed, 1),
+        "produce_requests": produced,
+        "produce_per_s": round(produced / elapsed, 1),
+        "records_per_s": round(produced * PRODUCE_BATCHES / elapsed),
         "load_failures": load.failures if load else 0,
         "cpu_cores": cpu,
         "load_average": [round(v, 2) for v in os.getloadavg()],
@@ -765,7 +809,8 @@ async def run_mode(mode: str, zookeeper: str, workdir: Path, settings: Settings)
 def table(modes: dict[str, dict[str, Any]]) -> str:
     head = (
         f"{'mode':<10}{'phase':<8}{'probes':>7}{'rtt p50':>9}{'rtt p99':>9}{'rtt max':>9}"
-        f"{'queue p50':>11}{'queue p99':>11}{'queue max':>11}{'handle p99':>11}{'md/s':>8}{'dq mean':>9}"
+        f"{'queue p50':>11}{'queue p99':>11}{'queue max':>11}{'handle p99':>11}{'md/s':>8}{'prod/s':>8}"
+        f"{'dq mean':>9}"
         f"{'cpu':>6}{'other':>6}"
     )
     lines = [head, "-" * len(head)]
@@ -779,7 +824,7 @@ def table(modes: dict[str, dict[str, Any]]) -> str:
             lines.append(
                 f"{mode:<10}{name:<8}{p['probes']:>7}{f(rtt['p50'], 9)}{f(rtt['p99'], 9)}{f(rtt['max'], 9)}"
                 f"{f(queue['p50'], 11)}{f(queue['p99'], 11)}{f(queue['max'], 11)}{f(handle['p99'], 11)}"
-                f"{p['metadata_per_s']:>8.1f}{f(p['data_queue_size']['mean'], 9)}"
+                f"{p['metadata_per_s']:>8.1f}{p['produce_per_s']:>8.1f}{f(p['data_queue_size']['mean'], 9)}"
                 f"{f(p['cpu_cores']['broker'], 6)}{f(p['cpu_cores']['other'], 6)}"
             )
     return "\n".join(lines)
@@ -807,6 +852,8 @@ def verdict(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "shared_target_met": shared_over is not None and shared_over >= TARGET_SHARED_OVER_DEDICATED,
         "metadata_per_s_dedicated_loaded": dedicated["loaded"]["metadata_per_s"],
         "metadata_per_s_shared_loaded": shared["loaded"]["metadata_per_s"],
+        "produce_per_s_dedicated_loaded": dedicated["loaded"]["produce_per_s"],
+        "produce_per_s_shared_loaded": shared["loaded"]["produce_per_s"],
     }
 
 
@@ -831,6 +878,12 @@ def main(argv: list[str] | None = None) -> None:
         "--load-processes", type=int, default=1, help="processes the connections are split over"
     )
     parser.add_argument(
+        "--produce-connections",
+        type=int,
+        default=None,
+        help="of the connections, how many send Produce instead of Metadata (default: half)",
+    )
+    parser.add_argument(
         "--switch-interval-ms",
         type=float,
         default=None,
@@ -848,6 +901,9 @@ def main(argv: list[str] | None = None) -> None:
         connections=args.connections,
         pipeline_depth=args.pipeline_depth,
         load_processes=args.load_processes,
+        produce_connections=args.connections // 2
+        if args.produce_connections is None
+        else args.produce_connections,
         interval_ms=args.interval_ms,
         duration_s=5.0 if args.quick else args.duration,
         saturation_timeout_s=60.0,

@@ -6,15 +6,16 @@ and then acks=1, with 1 KiB records:
 
 1. the maximum rate: ``--records`` produced as fast as librdkafka will take them, timed from the
    first ``produce`` to the last delivery report (records/s, MB/s);
-2. latency at half that rate: records produced on a fixed schedule for ``--duration`` seconds, each
-   timed from ``produce`` to its delivery report (p50/p99/max, ms);
+2. latency at half and at a quarter of that rate: records produced on a fixed schedule for
+   ``--duration`` seconds, each timed from ``produce`` to its delivery report (p50/p99/max, ms);
 3. consumer throughput: everything read back from the beginning with ``assign()``.
 
-During the maximum-rate phase of acks=all, py-spy samples the broker leading partition 0 (the GIL
-holder only), and the report lists where that broker's interpreter spends its time. Results go to
+During the half-rate phase of acks=all, py-spy samples the broker leading partition 0 (only the
+thread holding the GIL), and the report lists the share of wall time its interpreter ran each
+thread and function: a total well under 1 means the broker was not what limited the rate. Results go to
 bench/results/produce.json and a table on stdout.
 
-    .venv/bin/python -m bench.produce [--records 100000] [--duration 20] [--partitions 6] [--quick]
+    .venv/bin/python -m bench.produce [--records 300000] [--duration 20] [--partitions 6] [--quick]
 """
 
 from __future__ import annotations
@@ -87,7 +88,6 @@ class Timed:
                 "acks": acks,
                 "linger.ms": linger_ms,
                 "enable.idempotence": False,
-                "queue.buffering.max.messages": 1_000_000,
                 "message.timeout.ms": 120000,
             }
         )
@@ -201,6 +201,7 @@ def profile(pid: int, seconds: float, out: Path) -> dict[str, Any]:
             "-d",
             str(int(seconds)),
             "--gil",
+            "--threads",
             "--nonblocking",
             "-f",
             "raw",
@@ -221,11 +222,17 @@ def profile(pid: int, seconds: float, out: Path) -> dict[str, Any]:
         frames = stack.split(";")
         n = int(count)
         total += n
-        thread = frames[0].split('"')[1] if '"' in frames[0] else frames[0]
-        threads[thread.rstrip("0123456789-").rstrip("-") or thread] += n
-        own[frames[-1].rsplit(" (", 1)[0] + " " + frames[-1].rsplit("/", 1)[-1].rstrip(")")] += n
-    share = lambda c: [[k, round(v / total, 3)] for k, v in c.most_common(12)]  # noqa: E731
-    return {"samples": total, "by_thread": share(threads), "by_function": share(own)}
+        name = frames[0].split(": ", 1)[-1].strip('"')  # 'thread (tid): name' with --threads
+        threads[name.rstrip("0123456789").rstrip("-")] += n
+        function, _, where = frames[-1].partition(" (")
+        own[f"{function} ({where.split(':')[0]})"] += n
+    expected = seconds * 100  # py-spy's default rate: 100 samples/s
+    share = lambda c: [[k, round(v / expected, 3)] for k, v in c.most_common(12)]  # noqa: E731
+    return {
+        "gil_held_share": round(total / expected, 3),
+        "by_thread": share(threads),
+        "by_function": share(own),
+    }
 
 
 async def run(settings: Settings, workdir: Path, zk_connect: str) -> dict[str, Any]:
@@ -264,18 +271,23 @@ async def run(settings: Settings, workdir: Path, zk_connect: str) -> dict[str, A
         produced = 0
         for acks in ("all", "1"):
             print(f"acks={acks}: maximum rate, {settings.records} records", flush=True)
-            spy: asyncio.Future[dict[str, Any]] | None = None
-            if acks == "all" and settings.profile_s > 0:
-                spy = loop.run_in_executor(None, profile, leader_pid, settings.profile_s, workdir)
             top = await loop.run_in_executor(None, max_rate, servers, acks, settings)
             produced += settings.records
-            rate = top["records_per_s"] / 2
-            print(f"acks={acks}: {top['records_per_s']} records/s; paced at {rate:.0f}/s", flush=True)
-            half = await loop.run_in_executor(None, paced, servers, acks, settings, rate)
-            produced += int(rate * settings.duration_s)
-            results[f"acks_{acks}"] = {"max_rate": top, "half_rate": half}
-            if spy is not None:
-                results[f"acks_{acks}"]["leader_profile"] = await spy
+            results[f"acks_{acks}"] = {"max_rate": top}
+            for share in (0.5, 0.25):
+                rate = top["records_per_s"] * share
+                print(
+                    f"acks={acks}: {top['records_per_s']} records/s at most; paced at {rate:.0f}/s",
+                    flush=True,
+                )
+                spy: asyncio.Future[dict[str, Any]] | None = None
+                if acks == "all" and share == 0.5 and settings.profile_s > 0:
+                    spy = loop.run_in_executor(None, profile, leader_pid, settings.profile_s, workdir)
+                paced_result = await loop.run_in_executor(None, paced, servers, acks, settings, rate)
+                produced += int(rate * settings.duration_s)
+                results[f"acks_{acks}"][f"paced_{int(share * 100)}pct"] = paced_result
+                if spy is not None:
+                    results[f"acks_{acks}"]["leader_profile_paced_50pct"] = await spy
         print("consuming everything back", flush=True)
         results["consumer"] = await loop.run_in_executor(None, consume_all, servers, settings, produced)
         return results
@@ -288,17 +300,25 @@ async def run(settings: Settings, workdir: Path, zk_connect: str) -> dict[str, A
 
 def table(results: dict[str, Any]) -> str:
     lines = [
-        f"{'acks':<5} {'max rec/s':>10} {'max MB/s':>9} {'paced rec/s':>11} "
-        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
+        f"{'acks':<5} {'phase':<10} {'target/s':>9} {'records/s':>10} {'MB/s':>7} {'p50 ms':>8} "
+        f"{'p99 ms':>8} {'max ms':>8}"
     ]
     for acks in ("all", "1"):
         r = results[f"acks_{acks}"]
-        top, half = r["max_rate"], r["half_rate"]
-        lat = half["latency"]
+        top = r["max_rate"]
+        lat = top["latency"]
         lines.append(
-            f"{acks:<5} {top['records_per_s']:>10} {top['mb_per_s']:>9} {half['achieved_records_per_s']:>11} "
-            f"{lat.get('p50_ms', '-'):>8} {lat.get('p99_ms', '-'):>8} {lat.get('max_ms', '-'):>8}"
+            f"{acks:<5} {'max':<10} {'-':>9} {top['records_per_s']:>10} {top['mb_per_s']:>7} "
+            f"{lat['p50_ms']:>8} {lat['p99_ms']:>8} {lat['max_ms']:>8}"
         )
+        for name in ("paced_50pct", "paced_25pct"):
+            p, lat = r[name], r[name]["latency"]
+            mb = round(p["achieved_records_per_s"] * RECORD_BYTES / 1e6, 2)
+            lines.append(
+                f"{acks:<5} {name:<10} {p['target_records_per_s']:>9} "
+                f"{p['achieved_records_per_s']:>10} {mb:>7} "
+                f"{lat['p50_ms']:>8} {lat['p99_ms']:>8} {lat['max_ms']:>8}"
+            )
     c = results["consumer"]
     lines.append(f"consumer: {c['records_per_s']} records/s, {c['mb_per_s']} MB/s")
     return "\n".join(lines)
@@ -308,7 +328,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--records", type=int, default=100_000, help="records in each maximum-rate phase")
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=300_000,
+        help="records in each maximum-rate phase (long enough to saturate)",
+    )
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of paced production")
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--io-threads", type=int, default=4, help="each broker's num.io.threads")

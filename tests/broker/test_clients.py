@@ -133,22 +133,25 @@ def assert_all_in_order(got: dict[int, list[Any]], records: list[tuple[int, byte
 
 
 @pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
-async def test_single_replica_partitions_round_trip(cluster: Cluster, client: str) -> None:
+async def test_single_replica_partitions_round_trip_with_acks_1_all_and_0(
+    cluster: Cluster, client: str
+) -> None:
     await cluster.start((1, 2, 3))
     topic = f"round-trip-{client}"
     await cluster.topic(topic, {0: (1,), 1: (2,), 2: (3,)})
     servers = bootstrap(cluster)
-    first, second = records_for(3, 3000), records_for(3, 3000)[::-1]
+    batches = [records_for(3, 3000), records_for(3, 3000)[::-1], records_for(3, 900)]
     loop = asyncio.get_running_loop()
-    if client == "kafka-python":
-        await loop.run_in_executor(None, kafka_python_produce, servers, topic, first, 1)
-        await loop.run_in_executor(None, kafka_python_produce, servers, topic, second, "all")
-        got = await loop.run_in_executor(None, kafka_python_consume, servers, topic, 3, 6000)
-    else:
-        await loop.run_in_executor(None, confluent_produce, servers, topic, first, "1")
-        await loop.run_in_executor(None, confluent_produce, servers, topic, second, "all")
-        got = await loop.run_in_executor(None, confluent_consume, servers, topic, 3, 6000)
-    assert_all_in_order(got, first + second)
+    for records, acks in zip(batches, ("1", "all", "0"), strict=True):
+        if client == "kafka-python":
+            kafka_acks: Any = "all" if acks == "all" else int(acks)
+            await loop.run_in_executor(None, kafka_python_produce, servers, topic, records, kafka_acks)
+        else:
+            await loop.run_in_executor(None, confluent_produce, servers, topic, records, acks)
+    expected = [r for records in batches for r in records]
+    consume = kafka_python_consume if client == "kafka-python" else confluent_consume
+    got = await loop.run_in_executor(None, consume, servers, topic, 3, len(expected))
+    assert_all_in_order(got, expected)
 
 
 REPLICATED = {p: tuple((p + i) % 3 + 1 for i in range(3)) for p in range(6)}
