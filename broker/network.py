@@ -3,8 +3,11 @@
 Kafka's shape (SocketServer, RequestChannel, KafkaRequestHandlerPool), on one asyncio loop for the
 sockets and OS threads for the handlers:
 
-* a connection has at most one request in the queue or being handled (Kafka mutes the channel), so
-  responses go back in order;
+* a connection has at most one request in the queue or being handled, so its requests are handled
+  in order, and its answers go back in order. Kafka also keeps the connection muted while an answer
+  waits in a purgatory; here a data-plane connection may have up to ``max_waiting`` answers
+  outstanding, so a client pipelining acks=all produces is not held to one replication round trip
+  per request (the control plane keeps Kafka's rule);
 * a full queue stops the connections that feed it from reading: back-pressure, nothing dropped;
 * each plane has its own queue and threads, so a flooded data plane cannot delay the control plane
   (KIP-291): the control plane is one queue of 20 and one thread.
@@ -26,6 +29,7 @@ import time
 from collections.abc import Callable, Collection
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol import (
     FrameTooLarge,
@@ -65,6 +69,8 @@ class Request:
     received_at: float
     """``time.monotonic()`` when the whole frame had been read."""
     future: asyncio.Future[Result] = field(repr=False)
+    handled: asyncio.Future[None] | None = field(default=None, repr=False)
+    """Set once a handler has returned, even if the answer waits on (a purgatory) for longer."""
     dequeued_at: float = 0.0
     handled_at: float = 0.0
 
@@ -281,6 +287,8 @@ class RequestChannel:
                 log.exception("%s: error handling %s from %s", self.name, request.header, request.peer)
                 result = Close(f"internal error handling the request: {exc!r}")
             request.handled_at = time.monotonic()
+            if request.handled is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(_settle, request.handled, None)
             if isinstance(result, Future):
                 result.add_done_callback(functools.partial(_settle_later, loop, request.future))
             elif not loop.is_closed():
@@ -295,7 +303,7 @@ def _settle_later(
         loop.call_soon_threadsafe(_settle, future, done.result())
 
 
-def _settle(future: asyncio.Future[Result], result: Result) -> None:
+def _settle(future: asyncio.Future[Any], result: Any) -> None:
     if not future.done():
         future.set_result(result)
 
@@ -358,8 +366,14 @@ class Listener:
         max_frame_size: int,
         on_sent: Callable[[Request], None] | None = None,
         priority: ControlPriority | None = None,
+        max_waiting: int = 1,
     ) -> None:
         self.name = name
+        self.max_waiting = max_waiting
+        """Answers a connection may have outstanding. 1 is Kafka's muted channel: the next request is
+        read once the previous answer is written. More lets a client pipeline requests that wait in a
+        purgatory (acks=all): each is still handled only after the previous one was, so appends keep
+        their order, and answers are written in request order."""
         self.channel = channel
         self.on_sent = on_sent
         """Called once a response is written: the request's total time ends there, as in Kafka."""
@@ -409,20 +423,20 @@ class Listener:
         if fd >= 0 and self.priority is not None:
             self.priority.watch(fd)
         arrivals = reader if isinstance(reader, _ArrivalReader) else None
+        outbox: asyncio.Queue[_Answer] = asyncio.Queue()
+        room = asyncio.Semaphore(self.max_waiting)
+        reading = asyncio.create_task(self._read_requests(reader, outbox, room, peer))
+        answering = asyncio.create_task(self._answer(outbox, writer, room, arrivals, peer))
         try:
-            while True:
-                reason = await self._one_request(reader, writer, peer)
-                if reason is not None:
-                    if reason:
-                        log.warning("listener %s: closing connection from %s: %s", self.name, peer, reason)
-                    break
-                if arrivals is not None:
-                    arrivals.settle()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+            await asyncio.wait((reading, answering), return_when=asyncio.FIRST_COMPLETED)
+            if not answering.done():
+                await answering  # the reading side ended: earlier answers still go out, in order
         except asyncio.CancelledError:
             pass  # the listener is closing; a quiet end keeps asyncio from logging the cancelled task
         finally:
+            for side in (reading, answering):
+                side.cancel()
+            await asyncio.gather(reading, answering, return_exceptions=True)
             self._connections.discard(task)
             if fd >= 0 and self.priority is not None:
                 self.priority.unwatch(fd)
@@ -430,10 +444,53 @@ class Listener:
                 arrivals.release()
             writer.close()
 
+    async def _read_requests(
+        self, reader: asyncio.StreamReader, outbox: asyncio.Queue[_Answer], room: asyncio.Semaphore, peer: str
+    ) -> None:
+        reason: str | None = None
+        try:
+            while reason is None:
+                await room.acquire()
+                reason = await self._one_request(reader, outbox, peer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            reason = ""
+        outbox.put_nowait(_Answer(close=reason))
+
+    async def _answer(
+        self,
+        outbox: asyncio.Queue[_Answer],
+        writer: asyncio.StreamWriter,
+        room: asyncio.Semaphore,
+        arrivals: _ArrivalReader | None,
+        peer: str,
+    ) -> None:
+        """Write the connection's answers in request order; a Close (or an end) stops the connection."""
+        while True:
+            answer = await outbox.get()
+            if answer.close is not None:
+                if answer.close:
+                    log.warning("listener %s: closing connection from %s: %s", self.name, peer, answer.close)
+                return
+            result = answer.data if answer.request is None else await answer.request.future
+            if isinstance(result, Close):
+                log.warning("listener %s: closing connection from %s: %s", self.name, peer, result.reason)
+                return
+            if result is not None:
+                try:
+                    writer.write(result)
+                    await writer.drain()
+                except ConnectionError:
+                    return
+            if answer.request is not None and self.on_sent is not None:
+                self.on_sent(answer.request)
+            room.release()
+            if arrivals is not None and outbox.empty():
+                arrivals.settle()
+
     async def _one_request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str
+        self, reader: asyncio.StreamReader, outbox: asyncio.Queue[_Answer], peer: str
     ) -> str | None:
-        """Read, queue and answer one request; a string (empty at a clean EOF) ends the connection."""
+        """Read one request and queue its answer; a string (empty at a clean EOF) ends the connection."""
         try:
             prefix = await reader.readexactly(_SIZE)
         except asyncio.IncompleteReadError as exc:
@@ -450,24 +507,28 @@ class Listener:
         try:
             header, offset = decode_request_header(frame, self.max_frame_size)
         except UnsupportedVersionError as exc:
-            writer.write(self.unsupported(exc))
-            await writer.drain()
+            outbox.put_nowait(_Answer(data=self.unsupported(exc)))
             return None
         except ProtocolError as exc:
             return f"malformed request: {exc}"
         if self.accepts is not None and header.api_key not in self.accepts:
-            writer.write(self.reject(header))
-            await writer.drain()
+            outbox.put_nowait(_Answer(data=self.reject(header)))
             return None
         loop = asyncio.get_running_loop()
-        request = Request(header, frame, offset, self.name, peer, received, loop.create_future())
+        request = Request(
+            header, frame, offset, self.name, peer, received, loop.create_future(), loop.create_future()
+        )
         await self.channel.submit(request)
-        result = await request.future
-        if isinstance(result, Close):
-            return result.reason
-        if result is not None:
-            writer.write(result)
-            await writer.drain()
-        if self.on_sent is not None:
-            self.on_sent(request)
+        outbox.put_nowait(_Answer(request=request))
+        assert request.handled is not None
+        await request.handled  # one request handled at a time per connection: appends keep their order
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """What a connection writes next: a ready frame, a request's answer once it settles, or the end."""
+
+    data: bytes | None = None
+    request: Request | None = None
+    close: str | None = None

@@ -48,6 +48,8 @@ from zkstore.registration import register_broker
 log = logging.getLogger("broker")
 
 CONTROLLED_SHUTDOWN_VERSION = 2
+DATA_PLANE_MAX_WAITING = 16
+"""Answers a client connection may have outstanding (acks=all produces waiting for the ISR)."""
 
 
 def log_config(config: BrokerConfig) -> LogConfig:
@@ -212,6 +214,7 @@ class BrokerServer:
             max_frame_size=self.config.socket_request_max_bytes,
             on_sent=self.broker_metrics.response_sent,
             priority=self.control_priority if control else None,
+            max_waiting=1 if control else DATA_PLANE_MAX_WAITING,
         )
 
     async def stop(self) -> None:

@@ -14,6 +14,7 @@ import struct
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import pytest
 
 from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis
 from broker.metadata_cache import MetadataCache
-from broker.network import ControlPriority, Listener, Request, RequestChannel, Result
+from broker.network import ControlPriority, Listener, Outcome, Request, RequestChannel, Result
 from broker.replica_manager import ReplicaManager
 from daemon.eventlog import EventLog
 from protocol import (
@@ -188,6 +189,7 @@ async def serving(
     max_frame_size: int = MAX_FRAME,
     release: Iterable[threading.Event] = (),
     priority: ControlPriority | None = None,
+    max_waiting: int = 1,
 ) -> AsyncIterator[Listener]:
     """Start ``plane`` and a listener on it; on exit open ``release`` gates so the threads can end."""
     plane.start()
@@ -199,6 +201,7 @@ async def serving(
         unsupported=unsupported,
         max_frame_size=max_frame_size,
         priority=priority,
+        max_waiting=max_waiting,
     )
     await listener.start("127.0.0.1", 0)
     try:
@@ -589,3 +592,67 @@ async def test_a_control_request_is_pending_from_its_first_byte_to_its_answer(se
         client.close()
         await wait_until(lambda: not priority.pending(), "a closed connection leaves nothing pending")
     priority.close()
+
+
+class Deferring:
+    """A handler whose answers wait (as acks=all produces do) until the test completes them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.waiting: dict[int, tuple[Future[Result], RequestHeader]] = {}
+        self.handled: list[int] = []
+
+    def __call__(self, request: Request) -> Outcome:
+        reply: Future[Result] = Future()
+        with self._lock:
+            self.handled.append(request.header.correlation_id)
+            self.waiting[request.header.correlation_id] = (reply, request.header)
+        return reply
+
+    def complete(self, correlation_id: int) -> None:
+        with self._lock:
+            reply, header = self.waiting.pop(correlation_id)
+        reply.set_result(answer(header))
+
+
+async def test_requests_waiting_for_their_answer_do_not_stop_the_next_from_being_handled(
+    serve: Serve,
+) -> None:
+    handler = Deferring()
+    plane = channel(handler, capacity=10, threads=2)
+    async with serve(plane, max_waiting=3) as listener:
+        client = await Client.connect(listener.port)
+        answers = asyncio.create_task(pipelined(client, [1, 2, 3, 4]))
+        await wait_until(lambda: handler.handled == [1, 2, 3], "three handled while none is answered")
+        assert not answers.done()
+        handler.complete(2)  # out of order: the answers still go back in request order
+        handler.complete(1)
+        await wait_until(lambda: handler.handled == [1, 2, 3, 4], "room for the fourth once one was answered")
+        handler.complete(4)
+        handler.complete(3)
+        async with asyncio.timeout(TIMEOUT):
+            assert await answers == [1, 2, 3, 4]
+        client.close()
+
+
+async def test_by_default_the_next_request_waits_for_the_previous_answer(serve: Serve) -> None:
+    handler = Deferring()
+    plane = channel(handler, capacity=10, threads=2)
+    async with serve(plane) as listener:
+        client = await Client.connect(listener.port)
+        answers = asyncio.create_task(pipelined(client, [1, 2]))
+        await wait_until(lambda: handler.handled == [1], "the first request handled")
+        other = await Client.connect(listener.port)
+        other_answer = asyncio.create_task(pipelined(other, [9]))
+        await wait_until(lambda: handler.handled == [1, 9], "another connection's request handled meanwhile")
+        handler.complete(9)
+        async with asyncio.timeout(TIMEOUT):
+            assert await other_answer == [9]
+        assert handler.handled == [1, 9], "Kafka's muted channel: nothing more until the answer is written"
+        handler.complete(1)
+        await wait_until(lambda: handler.handled == [1, 9, 2], "the second request after the first answer")
+        handler.complete(2)
+        async with asyncio.timeout(TIMEOUT):
+            assert await answers == [1, 2]
+        client.close()
+        other.close()
