@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 
+from broker.alter_partition_manager import Outcome, Proposal
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.fetch import FetchApi
 from broker.metadata_cache import MetadataCache
@@ -397,3 +398,62 @@ def test_offset_for_leader_epoch_gives_where_an_epoch_ended(broker: DataBroker) 
     assert end(5) == (0, 5, 3), "the current epoch ends at the log end"
     assert end(3) == (0, 3, 0), "an earlier epoch ends where the next one starts"
     assert end(7) == (0, -1, -1)
+
+
+# ---------------------------------------------------------------- ISR changes (KIP-841 on the leader)
+
+
+def test_a_caught_up_live_follower_is_proposed_and_a_refusal_reverts(tmp_path: Path) -> None:
+    broker = make(tmp_path, isr=(1,))
+    proposals: list[Proposal] = []
+    broker.rm.propose_isr = proposals.append
+    try:
+        broker.call(ApiKey.PRODUCE, 8, produce_body(records(3)))
+        broker.call(ApiKey.FETCH, 11, fetch_body(0, replica_id=2))
+        assert proposals == [], "behind the high watermark: not yet"
+        broker.call(ApiKey.FETCH, 11, fetch_body(3, replica_id=2))
+        assert [p.new_isr for p in proposals] == [(1, 2)]
+        assert broker.partition().pending_isr == (1, 2) and broker.partition().isr == (1,)
+        broker.call(ApiKey.FETCH, 11, fetch_body(3, replica_id=2))
+        assert len(proposals) == 1, "one proposal at a time"
+
+        broker.rm.isr_outcome(Outcome(proposals[0], ErrorCode.INELIGIBLE_REPLICA))
+        assert broker.partition().pending_isr is None and broker.partition().isr == (1,)
+        refused = broker.rm.events.recent[-1]
+        assert refused["kind"] == "isr_change_refused" and refused["error"] == "INELIGIBLE_REPLICA"
+
+        broker.call(ApiKey.FETCH, 11, fetch_body(3, replica_id=2))
+        assert len(proposals) == 2, "tried again later"
+        broker.rm.isr_outcome(Outcome(proposals[1], ErrorCode.NONE, (1, 2), 5, 20))
+        assert broker.partition().isr == (1, 2) and broker.partition().partition_epoch == 20
+    finally:
+        broker.rm.shutdown()
+
+
+def test_a_follower_missing_from_the_metadata_cache_is_not_proposed(tmp_path: Path) -> None:
+    broker = make(tmp_path, isr=(1,))
+    proposals: list[Proposal] = []
+    broker.rm.propose_isr = proposals.append
+    broker.cache.update({"controller_id": 100, "topic_states": [], "live_brokers": [live_broker(1)]})
+    try:
+        broker.call(ApiKey.PRODUCE, 8, produce_body(records(3)))
+        broker.call(ApiKey.FETCH, 11, fetch_body(3, replica_id=2))
+        assert proposals == [], "broker 2 is not alive (fenced): never proposed"
+    finally:
+        broker.rm.shutdown()
+
+
+def test_a_lagging_follower_is_proposed_for_removal(tmp_path: Path) -> None:
+    broker = make(tmp_path, isr=(1, 2))
+    proposals: list[Proposal] = []
+    broker.rm.propose_isr = proposals.append
+    try:
+        assert broker.rm.shrink_isrs(max_lag_ms=60_000) == 0
+        partition = broker.partition()
+        with partition.lock:
+            partition.followers[2].last_caught_up_ms -= 120_000
+        assert broker.rm.shrink_isrs(max_lag_ms=60_000) == 1
+        assert [p.new_isr for p in proposals] == [(1,)]
+        assert partition.isr == (1, 2), "the shrink counts only once committed"
+    finally:
+        broker.rm.shutdown()
