@@ -8,9 +8,11 @@ in a worker thread and records every acknowledgement.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,34 @@ def replica_records(log_dir: Path, partition: int) -> dict[int, bytes | None]:
         replica.close()
 
 
+@contextlib.asynccontextmanager
+async def steady_production(cluster: Cluster) -> AsyncIterator[SteadyProducer]:
+    """A cluster of three with the topic, and acks=all production running until the block ends."""
+    await cluster.start((1, 2, 3), {b: FAST_FAILURE for b in (1, 2, 3)})
+    await cluster.topic(TOPIC, REPLICAS)
+    producer = SteadyProducer(bootstrap(cluster))
+    thread = threading.Thread(target=producer.run, name="steady-producer")
+    thread.start()
+    try:
+        await wait_until(lambda: producer.count() > 3000, timeout=60, what="production under way")
+        yield producer
+    finally:
+        producer.stop.set()
+        await asyncio.get_running_loop().run_in_executor(None, thread.join, 150)
+    assert not producer.failed, producer.failed[:5]
+
+
+async def consume_acknowledged(cluster: Cluster, producer: SteadyProducer) -> dict[int, list[Any]]:
+    """Everything in the topic; every acknowledged record must be there, at the offset acknowledged."""
+    got = await asyncio.get_running_loop().run_in_executor(
+        None, confluent_consume, bootstrap(cluster), TOPIC, PARTITIONS, len(producer.acked)
+    )
+    consumed = {p: {offset: value for offset, _, value in records} for p, records in got.items()}
+    for a in producer.acked:
+        assert consumed[a.partition].get(a.offset) == a.value, f"acknowledged {a} not consumed at its offset"
+    return got
+
+
 async def isr_of(cluster: Cluster, partition: int) -> tuple[int, ...]:
     state, _ = await partition_state(cluster.admin, TOPIC, partition)
     return state.isr
@@ -112,13 +142,7 @@ async def isr_of(cluster: Cluster, partition: int) -> tuple[int, ...]:
 async def test_killing_a_leader_during_acks_all_production_loses_nothing_acknowledged(
     cluster: Cluster,
 ) -> None:
-    await cluster.start((1, 2, 3), {b: FAST_FAILURE for b in (1, 2, 3)})
-    await cluster.topic(TOPIC, REPLICAS)
-    producer = SteadyProducer(bootstrap(cluster))
-    thread = threading.Thread(target=producer.run, name="steady-producer")
-    thread.start()
-    try:
-        await wait_until(lambda: producer.count() > 3000, timeout=60, what="production under way")
+    async with steady_production(cluster) as producer:
         victim = (await partition_state(cluster.admin, TOPIC, 0))[0].leader
         cluster.brokers[victim].kill()
         killed_at, acked_before = time.monotonic(), producer.count()
@@ -133,18 +157,8 @@ async def test_killing_a_leader_during_acks_all_production_loses_nothing_acknowl
                 timeout=60,
                 what=f"{victim} back in ISR {p}",
             )
-    finally:
-        producer.stop.set()
-        await asyncio.get_running_loop().run_in_executor(None, thread.join, 150)
-    assert not producer.failed, producer.failed[:5]
-
     acked = producer.acked
-    got = await asyncio.get_running_loop().run_in_executor(
-        None, confluent_consume, bootstrap(cluster), TOPIC, PARTITIONS, len(acked)
-    )
-    consumed = {p: {offset: value for offset, _, value in records} for p, records in got.items()}
-    for a in acked:
-        assert consumed[a.partition].get(a.offset) == a.value, f"acknowledged {a} not consumed at its offset"
+    got = await consume_acknowledged(cluster, producer)
     seen: dict[bytes, int] = defaultdict(int)
     for records in got.values():
         for _, _, value in records:
@@ -169,13 +183,7 @@ async def _contains(isr: Any, broker: int) -> bool:
 
 
 async def test_a_controlled_shutdown_during_production_moves_leadership_first(cluster: Cluster) -> None:
-    await cluster.start((1, 2, 3), {b: FAST_FAILURE for b in (1, 2, 3)})
-    await cluster.topic(TOPIC, REPLICAS)
-    producer = SteadyProducer(bootstrap(cluster))
-    thread = threading.Thread(target=producer.run, name="steady-producer")
-    thread.start()
-    try:
-        await wait_until(lambda: producer.count() > 3000, timeout=60, what="production under way")
+    async with steady_production(cluster) as producer:
         leaving = cluster.brokers[1]
         led = [
             p for p in range(PARTITIONS) if (await partition_state(cluster.admin, TOPIC, p))[0].leader == 1
@@ -191,13 +199,4 @@ async def test_a_controlled_shutdown_during_production_moves_leadership_first(cl
         await wait_until(
             lambda: producer.count() > acked_at_exit + 3000, timeout=60, what="production goes on"
         )
-    finally:
-        producer.stop.set()
-        await asyncio.get_running_loop().run_in_executor(None, thread.join, 150)
-    assert not producer.failed, producer.failed[:5]
-    got = await asyncio.get_running_loop().run_in_executor(
-        None, confluent_consume, bootstrap(cluster), TOPIC, PARTITIONS, len(producer.acked)
-    )
-    consumed = {p: {offset: value for offset, _, value in records} for p, records in got.items()}
-    for a in producer.acked:
-        assert consumed[a.partition].get(a.offset) == a.value, f"acknowledged {a} not consumed at its offset"
+    await consume_acknowledged(cluster, producer)
