@@ -52,7 +52,9 @@ class DaemonProcess:
         """``defaults`` with keyword overrides, ``session_timeout_ms`` standing for ``session.timeout.ms``."""
         return {**defaults, **{k.replace("_", "."): v for k, v in overrides.items()}}
 
-    def start(self) -> Self:
+    def start(self, *, own_session: bool = False) -> Self:
+        """Start the daemon; ``own_session`` keeps a terminal's Ctrl-C from reaching it (a launcher that
+        shuts its cluster down in order, or leaves it running detached)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
@@ -61,6 +63,7 @@ class DaemonProcess:
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                start_new_session=own_session,
             )
         return self
 

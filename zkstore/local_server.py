@@ -397,6 +397,10 @@ class ZooKeeperProcess:
             )
         _live_processes.add(self)
 
+    def detach(self) -> None:
+        """Let the server outlive this Python process (no stop at exit): a detached local cluster."""
+        _live_processes.discard(self)
+
     def mode(self, timeout: float = 2.0) -> str | None:
         """The server's current ``Mode:`` from ``srvr``, or None if it is not serving."""
         if not self.running:
@@ -571,6 +575,10 @@ class ZooKeeperServer:
         """SIGKILL: a crash, for chaos tests."""
         self.process.kill()
 
+    def detach(self) -> None:
+        """Keep running after this Python process exits."""
+        self.process.detach()
+
     def restart(self) -> Self:
         """Stop (if running) and start again on the same port and data dir."""
         self.process.stop()
@@ -662,6 +670,11 @@ class ZooKeeperEnsemble:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+    def detach(self) -> None:
+        """Keep every node running after this Python process exits."""
+        for node in self.nodes:
+            node.detach()
 
     def stop_node(self, i: int) -> None:
         self.nodes[i].stop()

@@ -1,0 +1,342 @@
+"""A local cluster on loopback: an embedded ZooKeeper (one node or an ensemble of three), controller
+candidates and brokers as child processes, described in ``DIR/cluster.json``.
+
+Every process runs in its own session, so a terminal's Ctrl-C reaches only the launcher, which then
+stops the cluster in order: brokers first (each with a controlled shutdown while a controller is
+still there to move its leadership), then controllers, then ZooKeeper. ``cluster.json`` holds what a
+later command needs to find the processes again (``status``, ``down``, ``kill``, ``bounce``,
+``restart``), including those of a detached cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
+from zkstore.local_server import LOOPBACK, ZooKeeperEnsemble, ZooKeeperServer, find_free_port
+
+STATE_FILE = "cluster.json"
+STATE_VERSION = 1
+STOP_TIMEOUT_S = 60.0
+BROKER_SESSION_TIMEOUT_MS = 6000
+"""Short, so that a killed broker is noticed within seconds in hands-on experiments."""
+
+
+class ClusterError(RuntimeError):
+    """A cluster command that cannot be carried out; the message says why."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    brokers: int = 3
+    controllers: int = 2
+    zookeeper_nodes: int = 1
+    shared_listener: bool = False
+    """Control requests on the brokers' client listener (Kafka before KIP-291), for comparison."""
+
+
+def state_path(directory: Path) -> Path:
+    return directory / STATE_FILE
+
+
+def load_state(directory: Path) -> dict[str, Any]:
+    path = state_path(directory)
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ClusterError(
+            f"no cluster in {directory}: {path} does not exist (start one with `up`)"
+        ) from None
+    except ValueError as exc:
+        raise ClusterError(f"{path} is not valid JSON: {exc}") from None
+    if state.get("version") != STATE_VERSION:
+        raise ClusterError(f"{path}: unknown version {state.get('version')!r}")
+    return state
+
+
+def save_state(directory: Path, state: dict[str, Any]) -> None:
+    path = state_path(directory)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie child of ours counts as gone
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    return True
+
+
+def find(state: dict[str, Any], name: str) -> dict[str, Any]:
+    for process in state["processes"]:
+        if process["name"] == name:
+            return process
+    names = ", ".join(p["name"] for p in state["processes"])
+    raise ClusterError(f"no node {name!r} in this cluster (nodes: {names})")
+
+
+def _entry(
+    process: DaemonProcess, role: str, node_id: int, metrics_port: int, listeners: list[str]
+) -> dict[str, Any]:
+    assert process.process is not None
+    return {
+        "name": process.name,
+        "role": role,
+        "id": node_id,
+        "pid": process.process.pid,
+        "module": process.module,
+        "config": str(process.config),
+        "listeners": listeners,
+        "metrics_port": metrics_port,
+        "events": str(process.events_path),
+        "log": str(process.log_path),
+    }
+
+
+async def up(directory: Path, layout: Layout) -> dict[str, Any]:
+    """Start everything, wait until the brokers serve and a controller has finished failover."""
+    directory = directory.resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    if state_path(directory).exists():
+        previous = load_state(directory)
+        running = [p["name"] for p in previous["processes"] if alive(p.get("pid"))]
+        if running:
+            raise ClusterError(
+                f"a cluster is already running in {directory} ({', '.join(running)}); `down` it first"
+            )
+    zookeeper, zk_entries = _start_zookeeper(directory, layout.zookeeper_nodes)
+    connect = zookeeper.connect_string
+    processes: list[dict[str, Any]] = list(zk_entries)
+    started: list[DaemonProcess] = []
+    try:
+        controllers = []
+        for cid in range(1, layout.controllers + 1):
+            rpc, metrics = find_free_port(), find_free_port()
+            controller = ControllerProcess(
+                cid,
+                connect,
+                directory,
+                listeners=f"PLAINTEXT://{LOOPBACK}:{rpc}",
+                metrics_port=metrics,
+            ).start(own_session=True)
+            started.append(controller)
+            controllers.append(controller)
+            processes.append(
+                _entry(controller, "controller", cid, metrics, [f"PLAINTEXT://{LOOPBACK}:{rpc}"])
+            )
+        brokers = []
+        for bid in range(1, layout.brokers + 1):
+            broker, entry = _broker(directory, connect, bid, layout.shared_listener)
+            started.append(broker.start(own_session=True))
+            brokers.append(broker)
+            processes.append({**entry, "pid": broker.process.pid if broker.process else None})
+        for broker in brokers:
+            await broker.wait_kind("broker_started", timeout=60)
+        await _any_failover(controllers)
+    except BaseException:
+        for process in started:
+            process.kill()
+        zookeeper.stop()
+        raise
+    zookeeper.detach()
+    state = {
+        "version": STATE_VERSION,
+        "directory": str(directory),
+        "zookeeper_connect": connect,
+        "layout": {
+            "brokers": layout.brokers,
+            "controllers": layout.controllers,
+            "zookeeper_nodes": layout.zookeeper_nodes,
+            "shared_listener": layout.shared_listener,
+        },
+        "started_at": time.time(),
+        "processes": processes,
+    }
+    save_state(directory, state)
+    return state
+
+
+def _start_zookeeper(
+    directory: Path, nodes: int
+) -> tuple[ZooKeeperServer | ZooKeeperEnsemble, list[dict[str, Any]]]:
+    if nodes == 1:
+        server = ZooKeeperServer(data_dir=directory / "zookeeper").start()
+        return server, [_zk_entry(1, server.pid, server.port, directory / "zookeeper", server.log_path)]
+    if nodes != 3:
+        raise ClusterError("--zookeeper-nodes must be 1 or 3")
+    ensemble = ZooKeeperEnsemble(size=3, data_dir=directory / "zookeeper").start()
+    entries = [
+        _zk_entry(i + 1, node.pid, node.port, node.data_dir, node.log_path)
+        for i, node in enumerate(ensemble.nodes)
+    ]
+    return ensemble, entries
+
+
+def _zk_entry(node_id: int, pid: int | None, port: int, data_dir: Path, log: Path) -> dict[str, Any]:
+    return {
+        "name": f"zookeeper-{node_id}",
+        "role": "zookeeper",
+        "id": node_id,
+        "pid": pid,
+        "port": port,
+        "data_dir": str(data_dir),
+        "log": str(log),
+    }
+
+
+def _broker(directory: Path, connect: str, bid: int, shared: bool) -> tuple[BrokerProcess, dict[str, Any]]:
+    client, metrics = find_free_port(), find_free_port()
+    listeners = [f"PLAINTEXT://{LOOPBACK}:{client}"]
+    settings: dict[str, Any] = {
+        "metrics_port": metrics,
+        "zookeeper_session_timeout_ms": BROKER_SESSION_TIMEOUT_MS,
+        "controlled_shutdown_retry_backoff_ms": 1000,
+    }
+    if shared:
+        settings |= {
+            "control_plane_listener_name": "",
+            "listener_security_protocol_map": "PLAINTEXT:PLAINTEXT",
+        }
+    else:
+        listeners.append(f"CONTROLLER://{LOOPBACK}:{find_free_port()}")
+    broker = BrokerProcess(bid, connect, directory, listeners=",".join(listeners), **settings)
+    return broker, _entry_unstarted(broker, bid, metrics, listeners)
+
+
+def _entry_unstarted(broker: BrokerProcess, bid: int, metrics: int, listeners: list[str]) -> dict[str, Any]:
+    return {
+        "name": broker.name,
+        "role": "broker",
+        "id": bid,
+        "pid": None,
+        "module": broker.module,
+        "config": str(broker.config),
+        "listeners": listeners,
+        "metrics_port": metrics,
+        "events": str(broker.events_path),
+        "log": str(broker.log_path),
+    }
+
+
+async def _any_failover(controllers: list[ControllerProcess], timeout: float = 60.0) -> None:
+    waits = [asyncio.create_task(c.wait_kind("failover_complete", timeout=timeout)) for c in controllers]
+    try:
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        next(iter(done)).result()
+    finally:
+        for w in waits:
+            w.cancel()
+
+
+# -- later commands, from cluster.json
+
+
+def spawn(entry: dict[str, Any]) -> int:
+    """Start a daemon again from its entry (same config, ports and directories); returns the new pid."""
+    with open(entry["log"], "ab") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-m", entry["module"], "--config", entry["config"]],
+            cwd=REPO,
+            env={k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return child.pid
+
+
+def signal_and_wait(pid: int | None, sig: signal.Signals, timeout: float = STOP_TIMEOUT_S) -> bool:
+    """Send ``sig`` and wait for the process to go; True if it did within ``timeout``."""
+    if not alive(pid):
+        return True
+    assert pid is not None
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def stop_node(entry: dict[str, Any], *, timeout: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM (a broker runs its controlled shutdown), SIGKILL if it outstays ``timeout``."""
+    if not signal_and_wait(entry.get("pid"), signal.SIGTERM, timeout):
+        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
+
+
+def down(directory: Path) -> list[str]:
+    """Stop the cluster in order; returns the names of the processes stopped."""
+    state = load_state(directory)
+    stopped = []
+    for role in ("broker", "controller", "zookeeper"):
+        entries = [p for p in state["processes"] if p["role"] == role and alive(p.get("pid"))]
+        for entry in entries:  # SIGTERM all of a role at once, then wait for each
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(entry["pid"], signal.SIGTERM)
+        for entry in entries:
+            stop_node(entry)
+            stopped.append(entry["name"])
+    return stopped
+
+
+def node_action(directory: Path, name: str, action: str) -> dict[str, Any]:
+    """``kill`` (SIGKILL), ``restart`` (stop cleanly, start again) or ``bounce`` (SIGKILL and start at
+    once: a broker comes back before its ZooKeeper session expires, KIP-380's fast bounce)."""
+    state = load_state(directory)
+    entry = find(state, name)
+    if entry["role"] == "zookeeper":
+        return _zookeeper_action(directory, state, entry, action)
+    if action == "kill":
+        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
+    elif action == "restart":
+        stop_node(entry)
+        entry["pid"] = spawn(entry)
+    elif action == "bounce":
+        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
+        entry["pid"] = spawn(entry)
+    else:
+        raise ClusterError(f"unknown action {action!r}")
+    save_state(directory, state)
+    return entry
+
+
+def _zookeeper_action(
+    directory: Path, state: dict[str, Any], entry: dict[str, Any], action: str
+) -> dict[str, Any]:
+    if action == "kill":
+        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
+    elif action in ("restart", "bounce"):
+        if action == "bounce":
+            signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
+        else:
+            stop_node(entry, timeout=15)
+        if state["layout"]["zookeeper_nodes"] != 1:
+            raise ClusterError("restarting a node of the ensemble is not supported; kill it and `up` again")
+        server = ZooKeeperServer(port=entry["port"], data_dir=entry["data_dir"]).start()
+        server.detach()
+        entry["pid"] = server.pid
+    else:
+        raise ClusterError(f"unknown action {action!r}")
+    save_state(directory, state)
+    return entry

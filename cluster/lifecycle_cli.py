@@ -1,0 +1,145 @@
+"""``python -m cluster up|status|down|kill|bounce|restart``: a local cluster for hands-on experiments."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from cluster import launcher
+
+DEFAULT_DIR = Path(".run") / "cluster"
+
+
+def register(commands: Any) -> None:
+    up = commands.add_parser("up", help="start a local cluster (and watch it, unless --detach)")
+    _dir(up)
+    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--controllers", type=int, default=2, help="controller candidates (one is active)")
+    up.add_argument("--zookeeper-nodes", type=int, choices=(1, 3), default=1)
+    up.add_argument(
+        "--shared-listener", action="store_true", help="no control-plane listener: Kafka before KIP-291"
+    )
+    up.add_argument("--detach", action="store_true", help="start, print where everything is, and return")
+    up.add_argument("--demo-topic", default="demo", help="topic created once the cluster is up ('' for none)")
+    up.set_defaults(run=run_up)
+
+    status = commands.add_parser("status", help="the processes of a local cluster")
+    _dir(status)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(run=run_status)
+
+    down = commands.add_parser("down", help="stop a local cluster in order (brokers, controllers, ZooKeeper)")
+    _dir(down)
+    down.set_defaults(run=run_down)
+
+    for action, text in (
+        ("kill", "SIGKILL a node"),
+        ("bounce", "SIGKILL a node and start it again at once (a broker's fast bounce, KIP-380)"),
+        ("restart", "stop a node cleanly and start it again"),
+    ):
+        parser = commands.add_parser(action, help=text)
+        _dir(parser)
+        parser.add_argument("node", help="broker-N, controller-N or zookeeper-N")
+        parser.set_defaults(run=run_node_action, action=action)
+
+
+def _dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dir", type=Path, default=DEFAULT_DIR, help=f"the cluster's directory ({DEFAULT_DIR})"
+    )
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def run_up(args: argparse.Namespace) -> int:
+    console = Console()
+    layout = launcher.Layout(args.brokers, args.controllers, args.zookeeper_nodes, args.shared_listener)
+    if layout.brokers < 1 or layout.controllers < 1:
+        return _fail("at least one broker and one controller are needed")
+    try:
+        with console.status(f"starting {layout.brokers} brokers and {layout.controllers} controllers"):
+            state = asyncio.run(launcher.up(args.dir, layout))
+            if args.demo_topic:
+                asyncio.run(launcher.create_demo_topic(state, args.demo_topic))
+    except launcher.ClusterError as exc:
+        return _fail(str(exc))
+    console.print(processes_table(state))
+    console.print(
+        f"ZooKeeper: {state['zookeeper_connect']}    state: {launcher.state_path(args.dir.resolve())}"
+    )
+    if args.detach:
+        console.print(f"stop it with: python -m cluster down --dir {args.dir}")
+        return 0
+    from cluster.live_view import watch
+
+    stop = asyncio.Event()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(watch(state, console, stop))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the shutdown below must not be cut short
+    with console.status("stopping: brokers (controlled shutdown), then controllers, then ZooKeeper"):
+        stopped = launcher.down(args.dir)
+    console.print(f"stopped {', '.join(stopped)}")
+    console.print(f"logs and event logs are under {state['directory']}")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    try:
+        state = launcher.load_state(args.dir)
+    except launcher.ClusterError as exc:
+        return _fail(str(exc))
+    rows = [{**p, "alive": launcher.alive(p.get("pid"))} for p in state["processes"]]
+    if args.json:
+        print(json.dumps({**state, "processes": rows}, indent=2))
+    else:
+        Console().print(processes_table({**state, "processes": rows}))
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    try:
+        stopped = launcher.down(args.dir)
+    except launcher.ClusterError as exc:
+        return _fail(str(exc))
+    print(f"stopped {', '.join(stopped) or 'nothing (no process was running)'}")
+    return 0
+
+
+def run_node_action(args: argparse.Namespace) -> int:
+    try:
+        entry = launcher.node_action(args.dir, args.node, args.action)
+    except launcher.ClusterError as exc:
+        return _fail(str(exc))
+    verb = {"kill": "killed", "bounce": "bounced", "restart": "restarted"}[args.action]
+    print(f"{verb} {entry['name']}" + (f" (pid {entry['pid']})" if args.action != "kill" else ""))
+    return 0
+
+
+def processes_table(state: dict[str, Any]) -> Table:
+    table = Table(title=f"cluster in {state['directory']}")
+    for column in ("node", "pid", "alive", "listeners", "metrics", "log"):
+        table.add_column(column)
+    for p in state["processes"]:
+        running = p.get("alive", launcher.alive(p.get("pid")))
+        listeners = ", ".join(p.get("listeners", [])) or f"client port {p.get('port')}"
+        table.add_row(
+            p["name"],
+            str(p.get("pid") or "-"),
+            "[green]yes[/]" if running else "[red]no[/]",
+            listeners,
+            str(p.get("metrics_port") or "-"),
+            p.get("log", ""),
+        )
+    return table

@@ -1,0 +1,93 @@
+"""The local cluster launcher: up, status from cluster.json, node experiments, and an ordered down."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cluster import launcher
+from tests.zkstore.helpers import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+
+def events(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    path = Path(entry["events"])
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def directory(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "cluster"
+    if launcher.state_path(tmp_path / "cluster").exists():
+        launcher.down(tmp_path / "cluster")
+
+
+async def test_up_writes_what_later_commands_need_and_down_stops_in_order(directory: Path) -> None:
+    state = await launcher.up(directory, launcher.Layout(brokers=2, controllers=2))
+    saved = json.loads(launcher.state_path(directory).read_text())
+    assert saved == state and saved["zookeeper_connect"]
+    roles = [(p["role"], p["id"]) for p in saved["processes"]]
+    assert roles == [("zookeeper", 1), ("controller", 1), ("controller", 2), ("broker", 1), ("broker", 2)]
+    for p in saved["processes"]:
+        assert launcher.alive(p["pid"]), p["name"]
+        if p["role"] != "zookeeper":
+            assert Path(p["config"]).exists() and p["metrics_port"] and p["listeners"]
+    broker = launcher.find(saved, "broker-1")
+    assert [lst.split("://")[0] for lst in broker["listeners"]] == ["PLAINTEXT", "CONTROLLER"]
+    with pytest.raises(launcher.ClusterError, match="already running"):
+        await launcher.up(directory, launcher.Layout())
+
+    stopped = launcher.down(directory)
+    assert stopped == ["broker-1", "broker-2", "controller-1", "controller-2", "zookeeper-1"]
+    assert not any(launcher.alive(p["pid"]) for p in saved["processes"])
+    attempts = [e for e in events(broker) if e["kind"] == "controlled_shutdown_attempt"]
+    assert attempts and attempts[0]["error"] == "NONE", "brokers left while a controller was there"
+
+
+async def test_a_bounced_broker_comes_back_with_a_new_epoch(directory: Path) -> None:
+    await launcher.up(directory, launcher.Layout(brokers=2, controllers=1))
+    before = launcher.find(launcher.load_state(directory), "broker-2")
+    old_epoch = next(e for e in events(before) if e["kind"] == "registered")["broker_epoch"]
+    entry = await asyncio.to_thread(launcher.node_action, directory, "broker-2", "bounce")
+    assert entry["pid"] != before["pid"]
+    assert launcher.find(launcher.load_state(directory), "broker-2")["pid"] == entry["pid"]
+    controller = launcher.find(launcher.load_state(directory), "controller-1")
+
+    def back() -> bool:
+        changes = [e for e in events(controller) if e["kind"] == "broker_change"]
+        return any(2 in e.get("new", []) + e.get("bounced", []) for e in changes[1:])
+
+    # The new process waits for the old session's znode to go, then registers: the controller sees
+    # broker 2 leave and come back (or, if it reads both changes at once, a bounce).
+    await wait_until(back, timeout=30, what="the controller sees broker 2 back")
+    epochs = [e["broker_epoch"] for e in events(before) if e["kind"] == "registered"]
+    assert epochs[-1] > old_epoch
+
+
+async def test_killing_the_active_controller_hands_over(directory: Path) -> None:
+    state = await launcher.up(directory, launcher.Layout(brokers=1, controllers=2))
+    controllers = [p for p in state["processes"] if p["role"] == "controller"]
+    active = next(c for c in controllers if any(e["kind"] == "failover_complete" for e in events(c)))
+    other = next(c for c in controllers if c is not active)
+    await asyncio.to_thread(launcher.node_action, directory, active["name"], "kill")
+    await wait_until(
+        lambda: any(e["kind"] == "failover_complete" for e in events(other)),
+        timeout=40,
+        what="the other candidate takes over",
+    )
+
+
+def test_commands_on_a_missing_cluster_fail_clearly(tmp_path: Path) -> None:
+    with pytest.raises(launcher.ClusterError, match="no cluster in"):
+        launcher.down(tmp_path)
+    (tmp_path / "cluster.json").write_text(json.dumps({"version": 1, "processes": []}))
+    with pytest.raises(launcher.ClusterError, match="no node 'broker-9'"):
+        launcher.node_action(tmp_path, "broker-9", "kill")
