@@ -30,7 +30,7 @@ java:
 	  fi; }
 
 run: install java
-	$(PY) -m zkstore
+	$(PY) -m cluster up --dir .run/cluster
 
 test: install java
 	$(PY) -m pytest

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cluster import admin
 from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
 from zkstore.local_server import LOOPBACK, ZooKeeperEnsemble, ZooKeeperServer, find_free_port
 
@@ -340,3 +341,21 @@ def _zookeeper_action(
         raise ClusterError(f"unknown action {action!r}")
     save_state(directory, state)
     return entry
+
+
+async def create_demo_topic(state: dict[str, Any], topic: str, partitions: int = 6) -> None:
+    """A topic to look at and produce to: replication factor 3 (or fewer brokers), Kafka's assignment.
+    Waits until every partition has a leader."""
+    brokers = [p for p in state["processes"] if p["role"] == "broker"]
+    async with admin.connect(state["zookeeper_connect"]) as zk:
+        if topic not in {t.topic for t in await admin.list_topics(zk)}:
+            await admin.create_new_topic(zk, topic, partitions, min(3, len(brokers)))
+        deadline = time.monotonic() + 60
+        while True:
+            described = await admin.describe_topics(zk, [topic])
+            led = [p for p in described if p.leader is not None and p.leader >= 0]
+            if len(described) == partitions and len(led) == partitions:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"topic {topic} has partitions without a leader after 60 s")
+            await asyncio.sleep(0.1)

@@ -84,14 +84,23 @@ def run_up(args: argparse.Namespace) -> int:
         return 0
     from cluster.live_view import watch
 
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM or a closed terminal: the same ordered shutdown as Ctrl-C
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
     stop = asyncio.Event()
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(watch(state, console, stop))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the shutdown below must not be cut short
-    with console.status("stopping: brokers (controlled shutdown), then controllers, then ZooKeeper"):
-        stopped = launcher.down(args.dir)
-    console.print(f"stopped {', '.join(stopped)}")
-    console.print(f"logs and event logs are under {state['directory']}")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # the shutdown below must not be cut short
+        signal.signal(sig, signal.SIG_IGN)
+    # The terminal may be gone (SIGHUP): nothing printed may stand in the way of stopping everything.
+    with contextlib.suppress(OSError):
+        console.print("stopping: brokers (controlled shutdown), then controllers, then ZooKeeper")
+    stopped = launcher.down(args.dir)
+    with contextlib.suppress(OSError):
+        console.print(f"stopped {', '.join(stopped)}")
+        console.print(f"logs and event logs are under {state['directory']}")
     return 0
 
 

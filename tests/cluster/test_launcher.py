@@ -91,3 +91,25 @@ def test_commands_on_a_missing_cluster_fail_clearly(tmp_path: Path) -> None:
     (tmp_path / "cluster.json").write_text(json.dumps({"version": 1, "processes": []}))
     with pytest.raises(launcher.ClusterError, match="no node 'broker-9'"):
         launcher.node_action(tmp_path, "broker-9", "kill")
+
+
+def test_the_cli_starts_detached_reports_and_stops(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cluster.__main__ import main
+
+    directory = str(tmp_path / "cli")
+    try:
+        assert main(["up", "--dir", directory, "--detach", "--brokers", "2", "--controllers", "1"]) == 0
+        capsys.readouterr()
+        assert main(["status", "--dir", directory, "--json"]) == 0
+        status = json.loads(capsys.readouterr().out)
+        assert all(p["alive"] for p in status["processes"]) and len(status["processes"]) == 4
+        assert main(["topics", "describe", "demo", "--dir", directory, "--json"]) == 0
+        described = json.loads(capsys.readouterr().out)
+        assert described, "the demo topic exists"
+        assert main(["bounce", "--dir", directory, "broker-9"]) == 1
+        assert "no node 'broker-9'" in capsys.readouterr().err
+    finally:
+        assert main(["down", "--dir", directory]) == 0
+    assert "stopped broker-1, broker-2, controller-1, zookeeper-1" in capsys.readouterr().out

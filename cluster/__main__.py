@@ -1,0 +1,26 @@
+"""``python -m cluster``: run a local cluster (up/status/down/kill/bounce/restart) and administer any
+cluster through ZooKeeper (topics, brokers, controller, elect-leaders, reassign, produce, consume)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cluster import admin_cli, lifecycle_cli
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m cluster", description=__doc__)
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    lifecycle_cli.register(commands)
+    admin_cli.register(commands)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""The terminal view of a running local cluster (rich), refreshed every second until Ctrl-C.
+
+Everything shown is read the way an operator would read it: the controller, broker epochs (czxids)
+and partition states from ZooKeeper, counts and queue sizes from each broker's /metrics, and recent
+happenings from the daemons' event logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import urllib.request
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from cluster import admin
+from zkstore.aio import AsyncZooKeeper
+
+REFRESH_S = 1.0
+EVENTS_SHOWN = 12
+PARTITIONS_SHOWN = 24
+INTERESTING = {
+    "controller_elected",
+    "controller_resigned",
+    "failover_complete",
+    "broker_change",
+    "registered",
+    "session_expired",
+    "leader_elected",
+    "isr_changed",
+    "isr_change_refused",
+    "follower_truncated",
+    "controlled_shutdown_attempt",
+    "log_recovery_truncated",
+}
+METRICS = {
+    "leaders": "kafka_server_replicamanager_leadercount",
+    "partitions": "kafka_server_replicamanager_partitioncount",
+    "data queue": "kafka_network_requestchannel_requestqueuesize",
+    "control queue": "kafka_network_requestchannel_controlplanerequestqueuesize",
+}
+
+
+def scrape(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            with contextlib.suppress(ValueError):
+                values[name] = float(value)
+    return values
+
+
+class EventTail:
+    """New lines of every daemon's event log since the last call; the interesting ones kept."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.paths = [Path(p["events"]) for p in state["processes"] if p.get("events")]
+        self.offsets = {path: 0 for path in self.paths}
+        self.recent: deque[dict[str, Any]] = deque(maxlen=EVENTS_SHOWN)
+
+    def poll(self) -> None:
+        fresh = []
+        for path in self.paths:
+            with contextlib.suppress(OSError), path.open(encoding="utf-8") as f:
+                f.seek(self.offsets[path])
+                chunk = f.read()
+                whole = chunk[: chunk.rfind("\n") + 1]
+                self.offsets[path] += len(whole.encode())
+                for line in whole.splitlines():
+                    with contextlib.suppress(ValueError):
+                        event = json.loads(line)
+                        if self._interesting(event):
+                            fresh.append(event)
+        self.recent.extend(sorted(fresh, key=lambda e: e.get("ts", "")))
+
+    @staticmethod
+    def _interesting(event: dict[str, Any]) -> bool:
+        if event.get("kind") in INTERESTING:
+            return True
+        return event.get("kind") == "control_request_handled" and str(event.get("error", "")).startswith(
+            "STALE"
+        )
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    skip = {"ts", "node", "kind"}
+    fields = " ".join(f"{k}={v}" for k, v in event.items() if k not in skip)
+    return f"{event.get('ts', '')[11:23]} {event.get('node', '')} [bold]{event.get('kind')}[/] {fields}"[:220]
+
+
+async def render(zk: AsyncZooKeeper, state: dict[str, Any], events: EventTail) -> Group:
+    loop = asyncio.get_running_loop()
+    controller = await admin.controller_info(zk)
+    brokers = {b.broker_id: b for b in await admin.broker_list(zk)}
+    partitions = await admin.describe_topics(zk)
+    events.poll()
+
+    head = Table.grid(padding=(0, 2))
+    active = "-" if controller.controller_id is None else controller.controller_id
+    epoch = "-" if controller.epoch is None else controller.epoch
+    head.add_row(
+        f"ZooKeeper [bold]{state['zookeeper_connect']}[/]",
+        f"active controller [bold]{active}[/]",
+        f"controller epoch [bold]{epoch}[/]",
+    )
+    broker_table = Table(title="brokers")
+    for column in ("id", "epoch (czxid)", "listeners", *METRICS):
+        broker_table.add_column(column)
+    for entry in (p for p in state["processes"] if p["role"] == "broker"):
+        registered = brokers.get(entry["id"])
+        try:
+            values = await loop.run_in_executor(None, scrape, entry["metrics_port"])
+            numbers = [str(int(values.get(name, 0))) for name in METRICS.values()]
+        except OSError:
+            numbers = ["-"] * len(METRICS)
+        broker_table.add_row(
+            str(entry["id"]),
+            str(registered.epoch) if registered else "[red]not registered[/]",
+            ", ".join(entry["listeners"]),
+            *numbers,
+        )
+    partition_table = Table(title="partitions")
+    for column in ("partition", "leader", "leader epoch", "ISR", "replicas"):
+        partition_table.add_column(column)
+    for p in partitions[:PARTITIONS_SHOWN]:
+        partition_table.add_row(
+            f"{p.topic}-{p.partition}",
+            str(p.leader) if p.leader is not None and p.leader >= 0 else "[red]none[/]",
+            str(p.leader_epoch),
+            ",".join(map(str, p.isr)),
+            ",".join(map(str, p.replicas)),
+        )
+    if len(partitions) > PARTITIONS_SHOWN:
+        partition_table.caption = f"{len(partitions) - PARTITIONS_SHOWN} more"
+    recent = Table(title="recent events", show_header=False, expand=True)
+    recent.add_column("event")
+    for event in events.recent:
+        recent.add_row(_event_text(event))
+    return Group(head, broker_table, recent, partition_table, "[dim]Ctrl-C stops the cluster[/]")
+
+
+async def watch(state: dict[str, Any], console: Console, stop: asyncio.Event) -> None:
+    zk = AsyncZooKeeper(state["zookeeper_connect"])
+    await zk.start()
+    events = EventTail(state)
+    try:
+        with Live(console=console, refresh_per_second=4, screen=False) as live:
+            while not stop.is_set():
+                with contextlib.suppress(Exception):
+                    live.update(await render(zk, state, events))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), REFRESH_S)
+    finally:
+        await zk.close()
