@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,12 +50,25 @@ class FetcherSettings:
         return cls(broker_id, 500, 1, 10485760, 1048576, 1.0, 30.0)
 
 
+RETRIABLE = frozenset(
+    {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_LEADER_EPOCH}
+)
+"""The leader has not taken its LeaderAndIsr yet (a new topic, a leader change in flight): ask again
+after ``replica.fetch.backoff.ms``. Other errors (FENCED_LEADER_EPOCH: our epoch is older) wait for
+the next LeaderAndIsr."""
+
+
 @dataclass(eq=False)
 class _Fetching:
     partition: Partition
     leader_epoch: int
     truncated: bool = False
     failed: bool = False
+    not_before: float = 0.0
+    """``time.monotonic()`` before which this partition is not fetched (backing off)."""
+
+    def due(self, now: float) -> bool:
+        return not self.failed and self.not_before <= now
 
 
 class ReplicaFetcher(threading.Thread):
@@ -107,11 +121,16 @@ class ReplicaFetcher(threading.Thread):
     def run(self) -> None:
         while True:
             with self._lock:
-                while not self._stopped and not any(not f.failed for f in self._partitions.values()):
-                    self._lock.wait()
+                while not self._stopped:
+                    now = time.monotonic()
+                    if any(f.due(now) for f in self._partitions.values()):
+                        break
+                    backing_off = [f.not_before for f in self._partitions.values() if not f.failed]
+                    self._lock.wait(max(0.0, min(backing_off) - now) if backing_off else None)
                 if self._stopped:
                     break
-                work = {tp: f for tp, f in self._partitions.items() if not f.failed}
+                now = time.monotonic()
+                work = {tp: f for tp, f in self._partitions.items() if f.due(now)}
             try:
                 connection = self._connect()
                 untruncated = {tp: f for tp, f in work.items() if not f.truncated}
@@ -159,8 +178,13 @@ class ReplicaFetcher(threading.Thread):
         p = fetching.partition
         return p.leader == self.leader_id and p.leader_epoch == fetching.leader_epoch and not p.stopped
 
-    def _fail(self, tp: TopicPartition, fetching: _Fetching, error: str) -> None:
-        """Stop fetching this partition until a LeaderAndIsr hands it over again."""
+    def _fail(self, tp: TopicPartition, fetching: _Fetching, code: int) -> None:
+        """Back off and ask again (RETRIABLE), or stop until a LeaderAndIsr hands the partition over."""
+        error = ErrorCode.name_of(code)
+        if code in RETRIABLE:
+            fetching.not_before = time.monotonic() + self.settings.backoff_s
+            log.info("%s-%d: leader %d answered %s; retrying", tp.topic, tp.partition, self.leader_id, error)
+            return
         fetching.failed = True
         log.info(
             "%s-%d: leader %d answered %s; waiting for LeaderAndIsr",
@@ -210,7 +234,7 @@ class ReplicaFetcher(threading.Thread):
                 if fetching is None or not self._current(tp, fetching):
                     continue
                 if answer["error_code"] != ErrorCode.NONE:
-                    self._fail(tp, fetching, ErrorCode.name_of(answer["error_code"]))
+                    self._fail(tp, fetching, answer["error_code"])
                     continue
                 self._truncate_one(tp, fetching, latest[tp], answer["leader_epoch"], answer["end_offset"])
 
@@ -292,7 +316,7 @@ class ReplicaFetcher(threading.Thread):
             self._out_of_range(tp, fetching, answer)
             return
         if error != ErrorCode.NONE:
-            self._fail(tp, fetching, ErrorCode.name_of(error))
+            self._fail(tp, fetching, error)
             return
         p = fetching.partition
         records = answer["records"] or b""

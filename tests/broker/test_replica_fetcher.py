@@ -1,0 +1,164 @@
+"""A follower whose leader has not taken its LeaderAndIsr yet keeps asking, and then replicates.
+
+At topic creation the follower's LeaderAndIsr can arrive before the leader's: the first answers are
+UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER. Giving up on them would leave a replica in
+the ISR that never fetches, and acks=all would wait until the ISR shrinks. The leader here is a
+scripted socket server; the follower is a real fetcher thread and a real log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.log import Log, LogConfig
+from broker.partition import Partition
+from broker.replica_fetcher import FetcherSettings, ReplicaFetcher
+from protocol import ApiKey, ErrorCode, decode_request, encode_response
+from protocol.record_batch import build_batch, with_base_offset_and_epoch
+from zkstore.znodes import TopicPartition
+
+TP = TopicPartition("t", 0)
+WAIT_S = 10.0
+
+
+class ScriptedLeader:
+    """Answers OffsetForLeaderEpoch with the epoch's end, and Fetch from a list of partition errors,
+    then with three records once the script is exhausted."""
+
+    def __init__(self, fetch_errors: list[ErrorCode]) -> None:
+        self.fetch_errors = list(fetch_errors)
+        self.fetches = 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.records = with_base_offset_and_epoch(
+            build_batch([(None, b"a"), (None, b"b"), (None, b"c")], 0), 0, 3
+        )
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError, ConnectionError):
+            conn, _ = self.server.accept()
+            while True:
+                prefix = _read(conn, 4)
+                frame = prefix + _read(conn, struct.unpack(">i", prefix)[0])
+                header, body = decode_request(frame)
+                conn.sendall(
+                    encode_response(
+                        header.api_key,
+                        header.api_version,
+                        header.correlation_id,
+                        self._answer(header.api_key, body),
+                    )
+                )
+
+    def _answer(self, api: int, body: dict[str, Any]) -> dict[str, Any]:
+        if api == ApiKey.OFFSET_FOR_LEADER_EPOCH:
+            part = {"error_code": 0, "partition": 0, "leader_epoch": 3, "end_offset": 0}
+            return {"throttle_time_ms": 0, "topics": [{"topic": "t", "partitions": [part]}]}
+        self.fetches += 1
+        error = self.fetch_errors.pop(0) if self.fetch_errors else ErrorCode.NONE
+        offset = body["topics"][0]["partitions"][0]["fetch_offset"]
+        records = self.records if error == ErrorCode.NONE and offset == 0 else b""
+        part = {
+            "partition_index": 0,
+            "error_code": error,
+            "high_watermark": 3 if error == ErrorCode.NONE else -1,
+            "last_stable_offset": 3,
+            "log_start_offset": 0,
+            "aborted_transactions": [],
+            "preferred_read_replica": -1,
+            "records": records,
+        }
+        return {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "session_id": 0,
+            "responses": [{"topic": "t", "partitions": [part]}],
+        }
+
+
+def _read(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError
+        data += chunk
+    return data
+
+
+@pytest.fixture
+def follower(tmp_path: Path) -> Iterator[Partition]:
+    p = Partition(TP, 2, replicas=(1, 2), leader=1, leader_epoch=3, isr=(1, 2))
+    p.log = Log.open(tmp_path / "t-0", LogConfig())
+    yield p
+    p.log.close()
+
+
+@pytest.mark.parametrize(
+    "errors",
+    [
+        [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+        [ErrorCode.NOT_LEADER_OR_FOLLOWER] * 2,
+        [ErrorCode.UNKNOWN_LEADER_EPOCH],
+    ],
+)
+def test_a_leader_not_ready_yet_is_asked_again(follower: Partition, errors: list[ErrorCode]) -> None:
+    leader = ScriptedLeader(errors)
+    changed = threading.Event()
+    settings = FetcherSettings(
+        2,
+        max_wait_ms=10,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        partition_max_bytes=1 << 20,
+        backoff_s=0.05,
+        socket_timeout_s=5,
+    )
+    fetcher = ReplicaFetcher(
+        1, ("127.0.0.1", leader.port), settings, lambda tp: changed.set(), lambda *a, **k: None
+    )
+    fetcher.start()
+    try:
+        fetcher.add(follower, 3)
+        assert changed.wait(WAIT_S), "the follower never appended"
+        assert follower.log is not None and follower.log.log_end_offset == 3
+        assert leader.fetches >= len(errors) + 1
+    finally:
+        fetcher.shutdown()
+
+
+def test_a_fenced_leader_epoch_waits_for_the_next_leader_and_isr(follower: Partition) -> None:
+    leader = ScriptedLeader([ErrorCode.FENCED_LEADER_EPOCH])
+    settings = FetcherSettings(
+        2,
+        max_wait_ms=10,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        partition_max_bytes=1 << 20,
+        backoff_s=0.05,
+        socket_timeout_s=5,
+    )
+    failed = threading.Event()
+    fetcher = ReplicaFetcher(
+        1,
+        ("127.0.0.1", leader.port),
+        settings,
+        lambda tp: None,
+        lambda kind, **k: failed.set() if kind == "fetch_partition_failed" else None,
+    )
+    fetcher.start()
+    try:
+        fetcher.add(follower, 3)
+        assert failed.wait(WAIT_S)
+        assert leader.fetches == 1 and follower.log is not None and follower.log.log_end_offset == 0
+    finally:
+        fetcher.shutdown()
