@@ -27,6 +27,15 @@ from zkstore.znodes import TopicPartition
 
 TP = TopicPartition("t", 0)
 WAIT_S = 10.0
+SETTINGS = FetcherSettings(
+    2,
+    max_wait_ms=10,
+    min_bytes=1,
+    max_bytes=1 << 20,
+    partition_max_bytes=1 << 20,
+    backoff_s=0.05,
+    socket_timeout_s=5,
+)
 
 
 class ScriptedLeader:
@@ -114,17 +123,8 @@ def follower(tmp_path: Path) -> Iterator[Partition]:
 def test_a_leader_not_ready_yet_is_asked_again(follower: Partition, errors: list[ErrorCode]) -> None:
     leader = ScriptedLeader(errors)
     changed = threading.Event()
-    settings = FetcherSettings(
-        2,
-        max_wait_ms=10,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        partition_max_bytes=1 << 20,
-        backoff_s=0.05,
-        socket_timeout_s=5,
-    )
     fetcher = ReplicaFetcher(
-        1, ("127.0.0.1", leader.port), settings, lambda tp: changed.set(), lambda *a, **k: None
+        1, ("127.0.0.1", leader.port), SETTINGS, lambda tp: changed.set(), lambda *a, **k: None
     )
     fetcher.start()
     try:
@@ -138,20 +138,11 @@ def test_a_leader_not_ready_yet_is_asked_again(follower: Partition, errors: list
 
 def test_a_fenced_leader_epoch_waits_for_the_next_leader_and_isr(follower: Partition) -> None:
     leader = ScriptedLeader([ErrorCode.FENCED_LEADER_EPOCH])
-    settings = FetcherSettings(
-        2,
-        max_wait_ms=10,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        partition_max_bytes=1 << 20,
-        backoff_s=0.05,
-        socket_timeout_s=5,
-    )
     failed = threading.Event()
     fetcher = ReplicaFetcher(
         1,
         ("127.0.0.1", leader.port),
-        settings,
+        SETTINGS,
         lambda tp: None,
         lambda kind, **k: failed.set() if kind == "fetch_partition_failed" else None,
     )
