@@ -42,7 +42,6 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -52,12 +51,12 @@ from typing import Any, Protocol
 
 from bench.codec import topic_states
 from bench.machine import machine, write_report
+from bench.zookeeper import zookeeper_workdir
 from daemon.connection import KafkaConnection
 from daemon.runtime import die_with_parent
 from protocol import ApiKey, ErrorCode, encode_request, epoch_field
 from protocol.record_batch import build_batch
 from zkstore import znodes
-from zkstore.local_server import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[1]
 BROKER_ID = 1
@@ -909,14 +908,8 @@ def main(argv: list[str] | None = None) -> None:
         saturation_timeout_s=60.0,
         switch_interval_ms=args.switch_interval_ms,
     )
-    with tempfile.TemporaryDirectory(prefix="control-latency-bench-", ignore_cleanup_errors=True) as tmp:
-        workdir = Path(tmp)
-        server = ZooKeeperServer(data_dir=workdir / "zookeeper")
-        try:
-            server.start()
-            modes = asyncio.run(run_all(server.connect_string, workdir, settings))
-        finally:
-            server.stop()
+    with zookeeper_workdir("control-latency-bench-") as (server, workdir):
+        modes = asyncio.run(run_all(server.connect_string, workdir, settings))
     outcome = verdict(modes)
     print(table(modes))
     print(json.dumps(outcome))

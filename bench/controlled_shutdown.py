@@ -21,7 +21,6 @@ import asyncio
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from bench.ack_brokers import AckBrokers, merge_stats
 from bench.failover import ControllerRun, cpu_seconds, event_time, peak_rss_mib, settled
 from bench.machine import machine, write_report
 from bench.zk_populate import Cluster, ensure_chroot, populate
-from bench.zk_read import jvm_opts
+from bench.zookeeper import zookeeper_workdir
 from daemon.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from zkstore import znodes
@@ -156,14 +155,8 @@ def main() -> None:
     if args.quick:
         args.partitions, args.runs = 2_000, 1
 
-    with tempfile.TemporaryDirectory(prefix="controlled-shutdown-bench-", ignore_cleanup_errors=True) as tmp:
-        workdir = Path(tmp)
-        server = ZooKeeperServer(data_dir=workdir / "zookeeper", jvm_opts=jvm_opts(args.heap))
-        try:
-            server.start()
-            results = asyncio.run(run_all(server, args, workdir))
-        finally:
-            server.stop()
+    with zookeeper_workdir("controlled-shutdown-bench-", args.heap) as (server, workdir):
+        results = asyncio.run(run_all(server, args, workdir))
     median = statistics.median(r["request_to_response_s"] for r in results)
     summary = {
         "median_request_to_response_s": round(median, 3),

@@ -31,7 +31,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -41,7 +40,7 @@ from typing import Any
 from bench.ack_brokers import AckBrokers, merge_stats
 from bench.machine import machine, write_report
 from bench.zk_populate import Cluster, ensure_chroot, populate
-from bench.zk_read import jvm_opts
+from bench.zookeeper import zookeeper_workdir
 from daemon.runtime import die_with_parent
 from zkstore.aio import AsyncZooKeeper
 from zkstore.local_server import ZooKeeperServer
@@ -350,14 +349,8 @@ def main() -> None:
     args.partition_counts = [int(p) for p in args.partitions.split(",")]
     args.broker_counts = [int(b) for b in args.brokers.split(",")]
 
-    with tempfile.TemporaryDirectory(prefix="failover-bench-", ignore_cleanup_errors=True) as tmp:
-        workdir = Path(tmp)
-        server = ZooKeeperServer(data_dir=workdir / "zookeeper", jvm_opts=jvm_opts(args.heap))
-        try:
-            server.start()
-            results = asyncio.run(run_all(server, args, workdir))
-        finally:
-            server.stop()
+    with zookeeper_workdir("failover-bench-", args.heap) as (server, workdir):
+        results = asyncio.run(run_all(server, args, workdir))
     print()
     print_table(results)
     report = {

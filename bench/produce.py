@@ -29,18 +29,17 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.machine import machine, write_report
+from bench.zookeeper import zookeeper_workdir
 from cluster.admin import create_topic
 from cluster.processes import BrokerProcess, ControllerProcess
 from daemon.runtime import die_with_parent
 from zkstore.aio import AsyncZooKeeper
-from zkstore.local_server import ZooKeeperServer
 
 TOPIC = "bench-produce"
 RECORD_BYTES = 1024
@@ -353,15 +352,9 @@ def main(argv: list[str] | None = None) -> None:
         profile_s=0.0 if args.quick else args.profile,
     )
     die_with_parent()
-    with tempfile.TemporaryDirectory(prefix="produce-bench-", ignore_cleanup_errors=True) as tmp:
-        workdir = Path(tmp)
-        server = ZooKeeperServer(data_dir=workdir / "zookeeper")
-        try:
-            server.start()
-            started = time.time()
-            results = asyncio.run(run(settings, workdir, server.connect_string))
-        finally:
-            server.stop()
+    with zookeeper_workdir("produce-bench-") as (server, workdir):
+        started = time.time()
+        results = asyncio.run(run(settings, workdir, server.connect_string))
     print(table(results))
     report = {
         "benchmark": "produce",

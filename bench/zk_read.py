@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from bench.machine import machine, write_report
+from bench.zookeeper import jvm_opts, zookeeper_workdir
 from zkstore import batch_read
 from zkstore.aio import AsyncZooKeeper, Op, create
 from zkstore.batch_read import get_children_many, get_data_many
-from zkstore.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer, four_letter_word
+from zkstore.local_server import ZooKeeperServer, four_letter_word
 
 PARTITIONS_PER_TOPIC = 100
 CREATE_BATCH_OPS = 500
@@ -91,11 +91,6 @@ def figures(ops: int, seconds: list[float]) -> dict[str, Any]:
         "ops_per_s": round(ops / best),
         "all_s": [round(s, 4) for s in seconds],
     }
-
-
-def jvm_opts(heap: str) -> tuple[str, ...]:
-    """The test suite's JVM options with the heap replaced."""
-    return (*(opt for opt in DEFAULT_JVM_OPTS if not opt.startswith("-Xmx")), f"-Xmx{heap}")
 
 
 async def run(server: ZooKeeperServer, args: argparse.Namespace) -> dict[str, Any]:
@@ -196,13 +191,8 @@ def main() -> None:
     if args.znodes < 1 or args.runs < 1:
         parser.error("--znodes and --runs must be positive")
 
-    with tempfile.TemporaryDirectory(prefix="zk-read-bench-", ignore_cleanup_errors=True) as data_dir:
-        server = ZooKeeperServer(data_dir=data_dir, jvm_opts=jvm_opts(args.heap))
-        try:
-            server.start()
-            report = asyncio.run(run(server, args))
-        finally:
-            server.stop()  # also on errors and Ctrl-C: never leave a JVM behind
+    with zookeeper_workdir("zk-read-bench-", args.heap) as (server, _):
+        report = asyncio.run(run(server, args))
     print_table(report)
     write_report(args.out, report)
 

@@ -1,0 +1,30 @@
+"""The ZooKeeper every benchmark runs against: a temporary directory with a server in it."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from zkstore.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
+
+
+def jvm_opts(heap: str) -> tuple[str, ...]:
+    """The test suite's JVM options with the heap replaced."""
+    return (*(opt for opt in DEFAULT_JVM_OPTS if not opt.startswith("-Xmx")), f"-Xmx{heap}")
+
+
+@contextlib.contextmanager
+def zookeeper_workdir(prefix: str, heap: str | None = None) -> Iterator[tuple[ZooKeeperServer, Path]]:
+    """A running ZooKeeper (data under ``workdir/zookeeper``) and the working directory; the server is
+    stopped and the directory removed afterwards, also on errors and Ctrl-C: no JVM is left behind."""
+    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
+        workdir = Path(tmp)
+        options = {} if heap is None else {"jvm_opts": jvm_opts(heap)}
+        server = ZooKeeperServer(data_dir=workdir / "zookeeper", **options)
+        try:
+            server.start()
+            yield server, workdir
+        finally:
+            server.stop()
