@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
 import crc32c
+import pytest
 
 from broker.log import Log, LogConfig
 from protocol.record_batch import CRC_START, build_batch, parse_batches
@@ -52,3 +54,17 @@ def open_log(directory: Path, **config: int) -> Log:
 
 def segment_files(directory: Path, suffix: str = ".log") -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(suffix))
+
+
+def count_preads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the size of every ``os.pread`` result is appended to the returned list."""
+    sizes: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, length: int, offset: int) -> bytes:
+        data = real_pread(fd, length, offset)
+        sizes.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "pread", counting_pread)
+    return sizes

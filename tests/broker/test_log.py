@@ -19,7 +19,16 @@ from broker.log import (
     UnexpectedAppendOffset,
 )
 from protocol.record_batch import CorruptRecordBatch, build_batch, check_batch, parse_batches
-from tests.broker.log_builders import TP, batch, open_log, read_all, segment_files, spans, with_crc_fixed
+from tests.broker.log_builders import (
+    TP,
+    batch,
+    count_preads,
+    open_log,
+    read_all,
+    segment_files,
+    spans,
+    with_crc_fixed,
+)
 
 # ---------------------------------------------------------------- appending and reading
 
@@ -246,15 +255,7 @@ def test_a_read_near_the_end_of_a_large_log_reads_only_near_the_end(
     for _ in range(4):
         log.append_as_leader(one * 800, 0)  # 4 MB in all
     assert log.size_bytes == 3200 * len(one) > 3_600_000
-    read_bytes = []
-    real_pread = os.pread
-
-    def counting_pread(fd: int, length: int, offset: int) -> bytes:
-        data = real_pread(fd, length, offset)
-        read_bytes.append(len(data))
-        return data
-
-    monkeypatch.setattr(os, "pread", counting_pread)
+    read_bytes = count_preads(monkeypatch)
     data = log.read(log.log_end_offset - 25, 16 * 1024)
     assert spans(data) == [(31970, 31979), (31980, 31989), (31990, 31999)]
     assert sum(read_bytes) < 32 * 1024

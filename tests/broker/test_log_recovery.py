@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from broker.log import Log, LogConfig
-from tests.broker.log_builders import TP, batch, read_all, segment_files, spans
+from tests.broker.log_builders import TP, batch, count_preads, read_all, segment_files, spans
 
 ONE = batch(3, value_size=100)  # offsets 0-2, 3-5, ... one batch per append
 CONFIG = LogConfig(segment_bytes=4 * len(ONE), index_interval_bytes=len(ONE))
@@ -178,15 +178,7 @@ def test_a_clean_shutdown_reopens_reading_only_the_tails_after_the_last_index_en
     log.flush()
     log.close()
     assert log.segment_count == 14 and log.recovery_point == 6000  # three appends per segment
-    read_bytes = []
-    real_pread = os.pread
-
-    def counting_pread(fd: int, length: int, offset: int) -> bytes:
-        data = real_pread(fd, length, offset)
-        read_bytes.append(len(data))
-        return data
-
-    monkeypatch.setattr(os, "pread", counting_pread)
+    read_bytes = count_preads(monkeypatch)
     log = Log.open(tmp_path / TP, config, recovery_point=6000)
     assert log.log_end_offset == 6000 and log.recovery_point == 6000
     assert sum(read_bytes) < 14 * (config.index_interval_bytes + len(ONE)) < log.size_bytes / 10
