@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import AsyncIterator
 
 import pytest
 
 from cluster import admin
 from cluster.admin import AdminError, ReassignmentStatus
-from tests.zkstore.helpers import session
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.election import try_elect
@@ -29,15 +27,6 @@ def registration(broker_id: int, rack: str | None = None) -> bytes:
 async def register(zk: AsyncZooKeeper, *broker_ids: int) -> dict[int, int]:
     """Brokers registered as a broker does (KIP-380); their epochs."""
     return {b: await register_broker(zk, b, registration(b, rack=f"rack-{b % 2}")) for b in broker_ids}
-
-
-@pytest.fixture
-async def zk(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
-    client = await session(zk_connect)
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def topic_znode(zk: AsyncZooKeeper, topic: str) -> znodes.TopicAssignment:

@@ -11,7 +11,6 @@ import asyncio
 import io
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ import pytest
 from cluster import admin, admin_cli, launcher
 from tests.broker.cluster import Cluster, cluster  # noqa: F401
 from tests.cluster.test_admin import register
-from tests.zkstore.helpers import session
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 
@@ -53,15 +51,6 @@ def error_line(captured: Any) -> str:
     assert len(lines) == 1, captured.err
     assert lines[0].startswith("error: ")
     return lines[0]
-
-
-@pytest.fixture
-async def zk(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
-    client = await session(zk_connect)
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 def write_cluster_file(directory: Path, zk_connect: str, brokers: dict[int, tuple[str, int]]) -> Path:
