@@ -60,33 +60,110 @@ def _percentage(value: int) -> None:
 
 
 KEYS = (
-    ConfigKey("controller.id", "int", doc="this candidate's id, written to /controller", check=at_least(0)),
-    ConfigKey("zookeeper.connect", "string", doc="host:port[,host:port...][/chroot]"),
+    ConfigKey("controller.id", "int", doc="this candidate's id, written to `/controller`", check=at_least(0)),
+    ConfigKey("zookeeper.connect", "string", doc="`host:port[,host:port…][/chroot]`"),
+    ConfigKey(
+        "zookeeper.session.timeout.ms", "int", 18000, check=at_least(1000), doc="ZooKeeper session timeout"
+    ),
+    ConfigKey(
+        "zookeeper.connection.timeout.ms",
+        "int",
+        None,
+        check=at_least(1),
+        shown_default="the session timeout",
+        doc="how long to wait for the first connection",
+    ),
     ConfigKey(
         "listeners",
         "list",
         ["PLAINTEXT://127.0.0.1:0"],
-        doc="the RPC listener brokers send ControlledShutdown "
-        "and AlterPartition to; port 0 picks a free port",
+        doc="the one RPC listener brokers send ControlledShutdown and AlterPartition to "
+        "(port 0: any free port)",
     ),
     ConfigKey(
-        "advertised.listeners", "list", None, doc="the endpoint published in /controller (default: listeners)"
+        "advertised.listeners",
+        "list",
+        None,
+        shown_default="`listeners`",
+        doc="the endpoint published in `/controller` (a wildcard host becomes the machine's name)",
     ),
-    ConfigKey("control.plane.listener.name", "string", "", check=listener_name),
-    ConfigKey("inter.broker.listener.name", "string", "PLAINTEXT", check=listener_name),
-    ConfigKey("inter.broker.protocol.version", "string", DEFAULT_IBP, check=_check_ibp),
-    ConfigKey("auto.leader.rebalance.enable", "bool", True),
-    ConfigKey("leader.imbalance.per.broker.percentage", "int", 10, check=_percentage),
-    ConfigKey("leader.imbalance.check.interval.seconds", "int", 300, check=at_least(1)),
-    ConfigKey("unclean.leader.election.enable", "bool", False),
-    ConfigKey("delete.topic.enable", "bool", True),
-    ConfigKey("controller.socket.timeout.ms", "int", 30000, check=at_least(1)),
-    ConfigKey("zookeeper.session.timeout.ms", "int", 18000, check=at_least(1000)),
-    ConfigKey("zookeeper.connection.timeout.ms", "int", None, check=at_least(1)),
     ConfigKey(
-        "metrics.port", "int", None, check=between(0, 65535), doc="Prometheus /metrics port; unset: none"
+        "control.plane.listener.name",
+        "string",
+        "",
+        check=listener_name,
+        shown_default="unset",
+        doc="the broker listener control requests go to when a broker advertises it (KIP-291)",
     ),
-    ConfigKey("log.dir", "string", "", doc="where the event log (events.jsonl) goes; empty: no event log"),
+    ConfigKey(
+        "inter.broker.listener.name",
+        "string",
+        "PLAINTEXT",
+        check=listener_name,
+        doc="the broker listener used otherwise, and the one LeaderAndIsr's live leaders name",
+    ),
+    ConfigKey(
+        "inter.broker.protocol.version",
+        "string",
+        DEFAULT_IBP,
+        check=_check_ibp,
+        doc="which epoch field control requests carry: per-broker before `2.3-IV2`, `max_broker_epoch` "
+        "from it ([controller](controller.md#interbrokerprotocolversion))",
+    ),
+    ConfigKey(
+        "auto.leader.rebalance.enable",
+        "bool",
+        True,
+        doc="periodically move leadership back to preferred replicas",
+    ),
+    ConfigKey(
+        "leader.imbalance.per.broker.percentage",
+        "int",
+        10,
+        check=_percentage,
+        doc="rebalance a broker once more than this share of its preferred partitions is led elsewhere",
+    ),
+    ConfigKey(
+        "leader.imbalance.check.interval.seconds",
+        "int",
+        300,
+        check=at_least(1),
+        doc="the rebalance check's period (the first check runs 5 s after failover)",
+    ),
+    ConfigKey(
+        "unclean.leader.election.enable",
+        "bool",
+        False,
+        doc="elect a live replica outside the ISR when no ISR member is live",
+    ),
+    ConfigKey(
+        "delete.topic.enable",
+        "bool",
+        True,
+        doc="act on `/admin/delete_topics`; when false the requests are removed and the topics kept",
+    ),
+    ConfigKey(
+        "controller.socket.timeout.ms",
+        "int",
+        30000,
+        check=at_least(1),
+        doc="connect and request timeout towards brokers; a timed-out request is resent",
+    ),
+    ConfigKey(
+        "metrics.port",
+        "int",
+        None,
+        check=between(0, 65535),
+        shown_default="unset",
+        doc="serve Prometheus metrics at `/metrics` on this port",
+    ),
+    ConfigKey(
+        "log.dir",
+        "string",
+        "",
+        shown_default="empty",
+        doc="directory of the JSON-lines event log `events.jsonl` ([events](events.md)); empty: none",
+    ),
 )
 
 

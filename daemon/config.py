@@ -149,7 +149,8 @@ class ConfigKey:
     """One configuration key: Kafka's name, its type, default and an optional check.
 
     ``check`` receives the converted value and raises ValueError with a reason when it is invalid.
-    ``None`` as a default means "unset is allowed".
+    ``None`` as a default means "unset is allowed". ``doc`` and ``shown_default`` (for defaults that
+    are derived, not literal) feed the configuration reference, ``docs/configuration.md``.
     """
 
     name: str
@@ -158,6 +159,21 @@ class ConfigKey:
     doc: str = ""
     check: Callable[[Any], None] | None = None
     aliases: tuple[str, ...] = ()
+    shown_default: str = ""
+
+    def default_text(self) -> str:
+        """The default as the configuration reference shows it."""
+        if self.shown_default:
+            return self.shown_default
+        if self.default is REQUIRED:
+            return "required"
+        if self.default is None:
+            return "unset"
+        if isinstance(self.default, bool):
+            return f"`{str(self.default).lower()}`"
+        if isinstance(self.default, list):
+            return f"`{','.join(self.default)}`"
+        return f"`{self.default}`"
 
     def convert(self, text: str) -> Any:
         try:
@@ -278,3 +294,15 @@ def advertised(endpoint: Endpoint, bound_port: int) -> Endpoint:
     """What to publish for a listener: a wildcard host becomes this machine's name, port 0 the bound one."""
     host = socket.getfqdn() if endpoint.host in WILDCARD_HOSTS else endpoint.host
     return Endpoint(endpoint.listener_name, host, endpoint.port or bound_port)
+
+
+# ---------------------------------------------------------------- reference
+
+
+def reference_table(keys: Iterable[ConfigKey]) -> str:
+    """A Markdown table of ``keys``: name (with aliases and environment variable), default, meaning."""
+    rows = ["| key | default | meaning |", "| --- | --- | --- |"]
+    for key in keys:
+        names = f"`{key.name}`" + "".join(f" (alias `{alias}`)" for alias in key.aliases)
+        rows.append(f"| {names}<br>`{env_var_name(key.name)}` | {key.default_text()} | {key.doc} |")
+    return "\n".join(rows)

@@ -157,6 +157,31 @@ def test_security_protocol_map_rejects_an_unknown_protocol() -> None:
     assert error.key == "listener.security.protocol.map"
 
 
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {"listeners": "SSL://127.0.0.1:9092", "inter.broker.listener.name": "SSL"},
+        {**TWO_LISTENERS, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
+    ],
+)
+def test_a_listener_that_is_not_plaintext_is_refused_rather_than_served_unencrypted(
+    properties: dict[str, str],
+) -> None:
+    error = config_error(properties)
+    assert error.key == "listener.security.protocol.map"
+    assert "only PLAINTEXT" in error.reason
+
+
+def test_a_security_protocol_map_may_name_listeners_that_are_not_served() -> None:
+    config = load(None, environ=environ({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL"}))
+    assert config.security_protocols["PLAINTEXT"] == "PLAINTEXT"
+
+
+def test_more_than_one_log_directory_is_refused() -> None:
+    error = config_error({"log.dirs": "/data/a,/data/b"})
+    assert error.key == "log.dirs"
+
+
 def test_advertised_listener_must_name_a_listener() -> None:
     error = config_error({**TWO_LISTENERS, "advertised.listeners": "EXTERNAL://broker-1:9094"})
     assert error.key == "advertised.listeners"
