@@ -37,6 +37,13 @@ def register(commands: Any) -> None:
     status.add_argument("--json", action="store_true")
     status.set_defaults(run=run_status)
 
+    watch = commands.add_parser(
+        "watch", help="the live view of a running local cluster (Ctrl-C leaves it running)"
+    )
+    _dir(watch)
+    watch.add_argument("--once", action="store_true", help="print the view once and exit")
+    watch.set_defaults(run=run_watch)
+
     down = commands.add_parser("down", help="stop a local cluster in order (brokers, controllers, ZooKeeper)")
     _dir(down)
     down.set_defaults(run=run_down)
@@ -114,6 +121,26 @@ def run_status(args: argparse.Namespace) -> int:
         print(json.dumps({**state, "processes": rows}, indent=2))
     else:
         Console().print(processes_table({**state, "processes": rows}))
+    return 0
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    from cluster.live_view import snapshot, watch
+
+    try:
+        state = launcher.load_state(args.dir)
+    except launcher.ClusterError as exc:
+        return _fail(str(exc))
+    if not any(launcher.alive(p.get("pid")) for p in state["processes"] if p["role"] == "zookeeper"):
+        return _fail(f"the cluster in {args.dir} is not running (its ZooKeeper is down)")
+    console = Console()
+    if args.once:
+        asyncio.run(snapshot(state, console))
+        return 0
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(
+            watch(state, console, asyncio.Event(), footer="Ctrl-C stops watching; the cluster keeps running")
+        )
     return 0
 
 

@@ -12,6 +12,7 @@ import contextlib
 import json
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +27,27 @@ REFRESH_S = 1.0
 EVENTS_SHOWN = 12
 PARTITIONS_SHOWN = 24
 INTERESTING = {
+    # controller
     "controller_elected",
     "controller_resigned",
     "failover_complete",
+    "write_fenced",
     "broker_change",
+    "controlled_shutdown_started",
+    "controlled_shutdown_handled",
+    "rpc_rejected",
+    "topics_created",
+    "topic_deleted",
+    "reassignment_started",
+    "reassignment_completed",
+    # broker
     "registered",
     "session_expired",
-    "leader_elected",
     "isr_changed",
     "isr_change_refused",
-    "follower_truncated",
-    "controlled_shutdown_attempt",
     "log_recovery_truncated",
 }
+"""Kinds always shown; leader elections and stale control requests are picked out in :func:`interesting`."""
 METRICS = {
     "leaders": "kafka_server_replicamanager_leadercount",
     "partitions": "kafka_server_replicamanager_partitioncount",
@@ -77,26 +86,77 @@ class EventTail:
                 for line in whole.splitlines():
                     with contextlib.suppress(ValueError):
                         event = json.loads(line)
-                        if self._interesting(event):
+                        if interesting(event):
                             fresh.append(event)
         self.recent.extend(sorted(fresh, key=lambda e: e.get("ts", "")))
 
-    @staticmethod
-    def _interesting(event: dict[str, Any]) -> bool:
-        if event.get("kind") in INTERESTING:
-            return True
-        return event.get("kind") == "control_request_handled" and str(event.get("error", "")).startswith(
-            "STALE"
-        )
+
+def interesting(event: dict[str, Any]) -> bool:
+    """Worth a line in the view: the kinds above, leader elections, and control requests a broker
+    refused as stale (STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH)."""
+    kind = event.get("kind")
+    if kind in INTERESTING:
+        return True
+    if kind == "leader_and_isr_change":
+        return "election" in str(event.get("reason", ""))
+    if kind == "follower_truncated":  # emitted at every leader change; shown when it cut something
+        return event.get("log_end_offset") != event.get("log_end_offset_before")
+    return kind == "control_request_handled" and str(event.get("error") or "").startswith("STALE")
+
+
+def _ids(values: Any) -> str:
+    return "[" + ",".join(map(str, values or [])) + "]"
+
+
+def _partition(event: dict[str, Any]) -> str:
+    return f"{event.get('topic')}-{event.get('partition')}"
+
+
+_SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "controller_elected": lambda e: (
+        f"epoch {e.get('controller_epoch')}, fencing zkVersion {e.get('epoch_zk_version')}"
+    ),
+    "broker_change": lambda e: (
+        " ".join(f"{label} {_ids(e.get(label))}" for label in ("new", "dead", "bounced") if e.get(label))
+        + f"  epochs {e.get('epochs')}"
+    ),
+    "leader_and_isr_change": lambda e: (
+        f"{_partition(e)} leader {e.get('leader')} epoch {e.get('leader_epoch')} "
+        f"ISR {_ids(e.get('isr'))} ({e.get('reason')}{', unclean' if e.get('unclean') else ''})"
+    ),
+    "registered": lambda e: f"epoch {e.get('broker_epoch')} (was {e.get('previous_epoch')})",
+    "isr_changed": lambda e: f"{_partition(e)} ISR {_ids(e.get('previous_isr'))} -> {_ids(e.get('isr'))}",
+    "isr_change_refused": lambda e: f"{_partition(e)} proposed {_ids(e.get('proposed'))}: {e.get('error')}",
+    "follower_truncated": lambda e: (
+        f"{_partition(e)} log end {e.get('log_end_offset_before')} -> "
+        f"{e.get('log_end_offset')} (leader {e.get('leader')}, epoch {e.get('leader_epoch')})"
+    ),
+    "control_request_handled": lambda e: (
+        f"{e.get('api')} v{e.get('api_version')} refused: {e.get('error')} "
+        f"(controller epoch {e.get('controller_epoch')}, "
+        f"epoch {e.get('broker_epoch', e.get('max_broker_epoch'))} vs {e.get('broker_epoch_now')})"
+    ),
+}
+
+
+def summary(event: dict[str, Any]) -> str:
+    """One short line of what happened: a summary for the common kinds, else the non-null fields."""
+    kind = str(event.get("kind"))
+    if kind in _SUMMARIES:
+        with contextlib.suppress(Exception):
+            return _SUMMARIES[kind](event)
+    return " ".join(f"{k}={v}" for k, v in event.items() if k not in ("ts", "node", "kind") and v is not None)
 
 
 def _event_text(event: dict[str, Any]) -> str:
-    skip = {"ts", "node", "kind"}
-    fields = " ".join(f"{k}={v}" for k, v in event.items() if k not in skip)
-    return f"{event.get('ts', '')[11:23]} {event.get('node', '')} [bold]{event.get('kind')}[/] {fields}"[:220]
+    return (
+        f"{event.get('ts', '')[11:23]} {event.get('node', '')} [bold]{event.get('kind')}[/] {summary(event)}"
+    )
 
 
-async def render(zk: AsyncZooKeeper, state: dict[str, Any], events: EventTail) -> Group:
+async def render(
+    zk: AsyncZooKeeper, state: dict[str, Any], events: EventTail, footer: str = "Ctrl-C stops the cluster"
+) -> Group:
     loop = asyncio.get_running_loop()
     controller = await admin.controller_info(zk)
     brokers = {b.broker_id: b for b in await admin.broker_list(zk)}
@@ -141,13 +201,16 @@ async def render(zk: AsyncZooKeeper, state: dict[str, Any], events: EventTail) -
     if len(partitions) > PARTITIONS_SHOWN:
         partition_table.caption = f"{len(partitions) - PARTITIONS_SHOWN} more"
     recent = Table(title="recent events", show_header=False, expand=True)
-    recent.add_column("event")
+    recent.add_column("event", no_wrap=True, overflow="ellipsis")
     for event in events.recent:
         recent.add_row(_event_text(event))
-    return Group(head, broker_table, recent, partition_table, "[dim]Ctrl-C stops the cluster[/]")
+    return Group(head, broker_table, recent, partition_table, f"[dim]{footer}[/]")
 
 
-async def watch(state: dict[str, Any], console: Console, stop: asyncio.Event) -> None:
+async def watch(
+    state: dict[str, Any], console: Console, stop: asyncio.Event, footer: str = "Ctrl-C stops the cluster"
+) -> None:
+    """Redraw the view every REFRESH_S until ``stop`` is set (or Ctrl-C)."""
     zk = AsyncZooKeeper(state["zookeeper_connect"])
     await zk.start()
     events = EventTail(state)
@@ -155,8 +218,18 @@ async def watch(state: dict[str, Any], console: Console, stop: asyncio.Event) ->
         with Live(console=console, refresh_per_second=4, screen=False) as live:
             while not stop.is_set():
                 with contextlib.suppress(Exception):
-                    live.update(await render(zk, state, events))
+                    live.update(await render(zk, state, events, footer))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), REFRESH_S)
+    finally:
+        await zk.close()
+
+
+async def snapshot(state: dict[str, Any], console: Console) -> None:
+    """Print the view once: for scripts, logs and terminals without live redrawing."""
+    zk = AsyncZooKeeper(state["zookeeper_connect"])
+    await zk.start()
+    try:
+        console.print(await render(zk, state, EventTail(state), footer=f"cluster in {state['directory']}"))
     finally:
         await zk.close()

@@ -72,8 +72,11 @@ async def test_a_bounced_broker_comes_back_with_a_new_epoch(directory: Path) -> 
     assert epochs[-1] > old_epoch
 
 
-async def test_killing_the_active_controller_hands_over(directory: Path) -> None:
+async def test_killing_the_active_controller_hands_over_and_the_view_shows_it(
+    directory: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     state = await launcher.up(directory, launcher.Layout(brokers=1, controllers=2))
+    await launcher.create_demo_topic(state, "demo")
     controllers = [p for p in state["processes"] if p["role"] == "controller"]
     active = next(c for c in controllers if any(e["kind"] == "failover_complete" for e in events(c)))
     other = next(c for c in controllers if c is not active)
@@ -83,6 +86,46 @@ async def test_killing_the_active_controller_hands_over(directory: Path) -> None
         timeout=40,
         what="the other candidate takes over",
     )
+
+    from cluster.__main__ import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["watch", "--once", "--dir", str(directory)]) == 0
+    view = capsys.readouterr().out
+    assert f"active controller {other['id']}" in view and "controller epoch 2" in view
+    broker_epoch = next(e for e in events(launcher.find(state, "broker-1")) if e["kind"] == "registered")
+    row = next(line for line in view.splitlines() if line.startswith("│ 1 "))
+    assert str(broker_epoch["broker_epoch"]) in row, "the broker's epoch (czxid) is shown"
+    assert f"{other['name']} controller_elected epoch 2" in view
+    assert "demo-0" in view
+
+
+async def test_a_three_node_ensemble_with_shared_listeners(directory: Path) -> None:
+    """--zookeeper-nodes 3 --shared-listener: an ensemble that outlives one node, and brokers
+    without a control-plane listener, which take control requests on the client listener."""
+    state = await launcher.up(
+        directory, launcher.Layout(brokers=2, controllers=1, zookeeper_nodes=3, shared_listener=True)
+    )
+    nodes = [p for p in state["processes"] if p["role"] == "zookeeper"]
+    assert [p["name"] for p in nodes] == ["zookeeper-1", "zookeeper-2", "zookeeper-3"]
+    assert len(state["zookeeper_connect"].split(",")) == 3
+    broker = launcher.find(state, "broker-1")
+    assert [lst.split("://")[0] for lst in broker["listeners"]] == ["PLAINTEXT"]
+    received = [e for e in events(broker) if e["kind"] == "control_request_received"]
+    assert received and {e["listener"] for e in received} == {"PLAINTEXT"}
+
+    await asyncio.to_thread(launcher.node_action, directory, "zookeeper-1", "kill")
+    await launcher.create_demo_topic(launcher.load_state(directory), "after-kill")
+    await wait_until(
+        lambda: any(e["kind"] == "become_leader" and e["topic"] == "after-kill" for e in events(broker)),
+        timeout=30,
+        what="a topic created with one ZooKeeper node down gets leaders",
+    )
+    stopped = launcher.down(directory)
+    assert stopped[:3] == ["broker-1", "broker-2", "controller-1"]
+    assert {"zookeeper-2", "zookeeper-3"} <= set(stopped[3:])
+    assert not any(launcher.alive(p["pid"]) for p in nodes)
 
 
 def test_commands_on_a_missing_cluster_fail_clearly(tmp_path: Path) -> None:
