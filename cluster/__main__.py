@@ -10,7 +10,14 @@ from cluster import admin_cli, lifecycle_cli
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m cluster", description=__doc__)
+    top = argparse.ArgumentParser(
+        prog="python -m cluster",
+        description="Run a local cluster (up, watch, status, down, kill, bounce, restart) and administer "
+        "any cluster through its ZooKeeper (topics, brokers, controller, elect-leaders, reassign, produce, "
+        "consume).",
+        epilog="Every command takes --dir DIR (default .run/cluster); admin commands also "
+        "--zookeeper HOST:PORT.",
+    )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lifecycle_cli.register(commands)
     admin_cli.register(commands)

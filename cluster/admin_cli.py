@@ -58,7 +58,8 @@ def register(commands: Any) -> None:
     common.add_argument(
         "--zookeeper",
         metavar="HOST:PORT[/CHROOT]",
-        help=f"ZooKeeper connect string (default: --dir's, else ${ZOOKEEPER_ENV}, else {DEFAULT_ZOOKEEPER})",
+        help=f"ZooKeeper connect string (default: --dir's, else ${ZOOKEEPER_ENV}, else the cluster in "
+        f"{launcher.DEFAULT_DIR} if one was started there, else {DEFAULT_ZOOKEEPER})",
     )
     common.add_argument("--dir", type=Path, help="a local cluster's directory: read DIR/cluster.json")
     common.add_argument("--json", action="store_true", help="machine-readable output")
@@ -193,13 +194,17 @@ def _usage(message: str) -> int:
 
 
 def _zookeeper(args: argparse.Namespace) -> str:
-    """--zookeeper, else --dir's cluster.json, else $KAFKA_ZOOKEEPER_CONNECT, else the local default."""
+    """--zookeeper, else --dir's cluster.json, else $KAFKA_ZOOKEEPER_CONNECT, else ``make run``'s
+    cluster (so the README's commands need no flags), else Kafka's usual local address."""
     if args.zookeeper:
         return args.zookeeper
-    if args.dir is not None:
-        connect = launcher.load_state(args.dir).get("zookeeper_connect")
+    directory = args.dir
+    if directory is None and not os.environ.get(ZOOKEEPER_ENV):
+        directory = launcher.DEFAULT_DIR if launcher.state_path(launcher.DEFAULT_DIR).exists() else None
+    if directory is not None:
+        connect = launcher.load_state(directory).get("zookeeper_connect")
         if not isinstance(connect, str) or not connect:
-            raise AdminError(f"{launcher.state_path(args.dir)} has no zookeeper_connect")
+            raise AdminError(f"{launcher.state_path(directory)} has no zookeeper_connect")
         return connect
     return os.environ.get(ZOOKEEPER_ENV) or DEFAULT_ZOOKEEPER
 

@@ -29,6 +29,8 @@ from zkstore.local_server import LOOPBACK, ZooKeeperEnsemble, ZooKeeperServer, f
 STATE_FILE = "cluster.json"
 STATE_VERSION = 1
 STOP_TIMEOUT_S = 60.0
+DEFAULT_DIR = Path(".run") / "cluster"
+"""Where ``make run`` keeps its cluster; commands use it when given no --dir."""
 BROKER_SESSION_TIMEOUT_MS = 6000
 """Short, so that a killed broker is noticed within seconds in hands-on experiments."""
 

@@ -16,8 +16,6 @@ from rich.table import Table
 
 from cluster import launcher
 
-DEFAULT_DIR = Path(".run") / "cluster"
-
 
 def register(commands: Any) -> None:
     up = commands.add_parser("up", help="start a local cluster (and watch it, unless --detach)")
@@ -61,7 +59,10 @@ def register(commands: Any) -> None:
 
 def _dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--dir", type=Path, default=DEFAULT_DIR, help=f"the cluster's directory ({DEFAULT_DIR})"
+        "--dir",
+        type=Path,
+        default=launcher.DEFAULT_DIR,
+        help=f"the cluster's directory ({launcher.DEFAULT_DIR})",
     )
 
 

@@ -231,6 +231,13 @@ async def test_zookeeper_from_dir_and_from_the_environment(
     assert await cli("topics", "list", "--json") == 0
     assert [t["topic"] for t in json.loads(capsys.readouterr().out)["topics"]] == ["orders"]
 
+    # Without --dir or the environment, the cluster `make run` started in ./.run/cluster.
+    monkeypatch.delenv(admin_cli.ZOOKEEPER_ENV)
+    write_cluster_file(tmp_path / "checkout" / launcher.DEFAULT_DIR, zk_connect, {})
+    monkeypatch.chdir(tmp_path / "checkout")
+    assert await cli("topics", "list", "--json") == 0
+    assert [t["topic"] for t in json.loads(capsys.readouterr().out)["topics"]] == ["orders"]
+
     assert await cli("topics", "list", "--dir", str(tmp_path / "nowhere")) == 1
     assert "cluster.json does not exist" in error_line(capsys.readouterr())
     assert await cli("produce", "--topic", "orders", "--count", "1", "--dir", str(tmp_path / "run")) == 1
