@@ -226,6 +226,7 @@ class Controller:
         if not self.is_active:
             await self._elect()
             return
+        await self._rearm_data_watches()
         for event in (
             events.BrokerChange(),
             events.TopicChange(),
@@ -235,6 +236,21 @@ class Controller:
             events.ZkPartitionReassignment(),
         ):
             self._enqueue(event)
+
+    async def _rearm_data_watches(self) -> None:
+        """kazoo drops every watch when the connection drops (firing each with EventType.NONE, which the
+        handlers ignore). The global watches are re-armed by the events Resync enqueues; this re-arms
+        each broker's registration watch and each topic's assignment watch, and hands on what changed
+        while nothing was watching: endpoint changes and added partitions."""
+        ctx = self.context
+        for broker_id, fresh in (await self.store.brokers(data_watch=self._watch_broker)).items():
+            old = ctx.brokers.get(broker_id)
+            if old is not None and fresh.epoch == old.epoch and fresh.registration != old.registration:
+                self._enqueue(events.BrokerModifications(broker_id=broker_id))
+        assignments = await self.store.assignments(sorted(ctx.assignments), watch=self._watch_topic)
+        for topic, assignment in assignments.items():
+            if set(assignment.partitions) - set(ctx.assignments.get(topic, {})):
+                self._enqueue(events.PartitionModifications(topic=topic))
 
     async def _on_shutdown(self, _: events.Shutdown) -> None:
         if self.is_active:

@@ -21,7 +21,7 @@ from controller.state_tables import PartitionState
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode
 from tests.daemons import alter_partition_request, create_topic, partition_state
-from tests.zkstore.helpers import expire_session, session, wait_until
+from tests.zkstore.helpers import ConnectionCutter, expire_session, session, wait_until
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 
@@ -150,6 +150,41 @@ async def test_partitions_added_to_a_topic_are_created_and_announced(harness: Ha
     lai = await harness.brokers[3].wait_for(lai_for("grow", 1, lambda s: s["is_new"] and s["leader"] == 3))
     assert lai.error == ErrorCode.NONE
     await harness.wait_event("partitions_added", topic="grow")
+
+
+async def test_watches_dropped_with_a_lost_connection_are_re_armed_on_reconnect(
+    harness: Harness, zk_connect: str
+) -> None:
+    """kazoo drops every watch when its connection drops, even though the session lives on. Partitions
+    added while the controller was cut off, and partitions added after it reconnected, are both seen."""
+    server, _, chroot = zk_connect.partition("/")
+    cutter = ConnectionCutter(server)
+    port = await cutter.start()
+    try:
+        controller = await harness.start(zookeeper_connect=f"127.0.0.1:{port}/{chroot}")
+        await harness.topic("grow", {0: (1, 2)})
+        epoch, topic_id = controller.context.epoch, controller.context.topic_ids["grow"]
+
+        cutter.cut(hold=True)
+        await wait_until(lambda: controller.zk.client.state == "SUSPENDED", what="the controller is cut off")
+        while_away = znodes.TopicAssignment("grow", {0: (1, 2), 1: (2, 3)}, topic_id=topic_id)
+        await harness.admin.set(znodes.topic_path("grow"), while_away.encode())
+        cutter.release()
+        await wait_until(
+            lambda: znodes.TopicPartition("grow", 1) in controller.context.leadership,
+            timeout=30,
+            what="the partition added while disconnected is created",
+        )
+
+        after = znodes.TopicAssignment("grow", {0: (1, 2), 1: (2, 3), 2: (3, 1)}, topic_id=topic_id)
+        await harness.admin.set(znodes.topic_path("grow"), after.encode())
+        await wait_until(
+            lambda: znodes.TopicPartition("grow", 2) in controller.context.leadership,
+            what="the partition added after reconnecting is created: the topic's watch was re-armed",
+        )
+        assert controller.is_active and controller.context.epoch == epoch, "a blip is not a resignation"
+    finally:
+        await cutter.close()
 
 
 async def test_broker_failure_elects_from_the_isr_and_counts_partitions_left_offline(

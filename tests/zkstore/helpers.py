@@ -1,4 +1,4 @@
-"""Small helpers for ZooKeeper integration tests: connected sessions and forced session expiry."""
+"""Small helpers for ZooKeeper integration tests: sessions, forced session expiry, cut connections."""
 
 from __future__ import annotations
 
@@ -48,3 +48,55 @@ async def wait_until(
 
 def loop_time() -> float:
     return asyncio.get_running_loop().time()
+
+
+class ConnectionCutter:
+    """A TCP forwarder in front of ZooKeeper whose connections can be cut: a network blip that drops
+    a client's connection but not its session (kazoo reconnects to the same session, and has dropped
+    every watch meanwhile). While ``held``, new connections are closed at once."""
+
+    def __init__(self, target: str) -> None:
+        host, _, port = target.partition(":")
+        self.target = (host, int(port))
+        self.held = False
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self._server.sockets[0].getsockname()[1]
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.held:
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        self._writers.update((writer, up_writer))
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+        self._writers.difference_update((writer, up_writer))
+
+    def cut(self, *, hold: bool) -> None:
+        """Close every forwarded connection; with ``hold``, refuse new ones until :meth:`release`."""
+        self.held = hold
+        for writer in list(self._writers):
+            writer.close()
+
+    def release(self) -> None:
+        self.held = False
+
+    async def close(self) -> None:
+        self.cut(hold=True)
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
