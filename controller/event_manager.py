@@ -55,7 +55,8 @@ class EventManager:
         self._task = asyncio.create_task(self._run(), name="controller-event-thread")
 
     async def stop(self) -> None:
-        """Stop after the event in progress; queued events are preempted."""
+        """Cancel the event in progress and preempt the queued ones (a resigned or stopping controller must
+        not act on them)."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

@@ -1,1 +1,2 @@
-"""What both daemons share, written once: configuration loading (and, next, the event log and metrics)."""
+"""What both daemons share, written once: configuration, the event log, metrics, the request server and
+client connection, and process set-up."""
