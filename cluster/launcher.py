@@ -24,7 +24,14 @@ from typing import Any
 
 from cluster import admin
 from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
-from zkstore.local_server import LOOPBACK, ZooKeeperEnsemble, ZooKeeperServer, find_free_port
+from zkstore.local_server import (
+    LOOPBACK,
+    ZooKeeperEnsemble,
+    ZooKeeperProcess,
+    ZooKeeperServer,
+    ZooKeeperStartError,
+    find_free_port,
+)
 
 STATE_FILE = "cluster.json"
 STATE_VERSION = 1
@@ -183,25 +190,26 @@ def _start_zookeeper(
 ) -> tuple[ZooKeeperServer | ZooKeeperEnsemble, list[dict[str, Any]]]:
     if nodes == 1:
         server = ZooKeeperServer(data_dir=directory / "zookeeper").start()
-        return server, [_zk_entry(1, server.pid, server.port, directory / "zookeeper", server.log_path)]
+        return server, [_zk_entry(1, server.pid, server.port, server.process.config_path, server.log_path)]
     if nodes != 3:
         raise ClusterError("--zookeeper-nodes must be 1 or 3")
     ensemble = ZooKeeperEnsemble(size=3, data_dir=directory / "zookeeper").start()
     entries = [
-        _zk_entry(i + 1, node.pid, node.port, node.data_dir, node.log_path)
+        _zk_entry(i + 1, node.pid, node.port, node.config_path, node.log_path)
         for i, node in enumerate(ensemble.nodes)
     ]
     return ensemble, entries
 
 
-def _zk_entry(node_id: int, pid: int | None, port: int, data_dir: Path, log: Path) -> dict[str, Any]:
+def _zk_entry(node_id: int, pid: int | None, port: int, config: Path, log: Path) -> dict[str, Any]:
     return {
         "name": f"zookeeper-{node_id}",
         "role": "zookeeper",
         "id": node_id,
         "pid": pid,
         "port": port,
-        "data_dir": str(data_dir),
+        "config": str(config),
+        "data_dir": str(config.parent),
         "log": str(log),
     }
 
@@ -327,20 +335,22 @@ def node_action(directory: Path, name: str, action: str) -> dict[str, Any]:
 def _zookeeper_action(
     directory: Path, state: dict[str, Any], entry: dict[str, Any], action: str
 ) -> dict[str, Any]:
-    if action == "kill":
-        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
-    elif action in ("restart", "bounce"):
-        if action == "bounce":
-            signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
-        else:
-            stop_node(entry, timeout=15)
-        if state["layout"]["zookeeper_nodes"] != 1:
-            raise ClusterError("restarting a node of the ensemble is not supported; kill it and `up` again")
-        server = ZooKeeperServer(port=entry["port"], data_dir=entry["data_dir"]).start()
-        server.detach()
-        entry["pid"] = server.pid
-    else:
+    if action not in ("kill", "bounce", "restart"):
         raise ClusterError(f"unknown action {action!r}")
+    if action == "restart":
+        stop_node(entry, timeout=15)
+    else:
+        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
+    if action != "kill":
+        node = ZooKeeperProcess.from_config(Path(entry["config"]), name=entry["name"])
+        node.start()
+        try:
+            node.wait_until_serving(modes=("leader", "follower", "standalone"))
+        except ZooKeeperStartError as exc:
+            node.kill()
+            raise ClusterError(f"{entry['name']} did not come back: {exc}") from None
+        node.detach()
+        entry["pid"] = node.pid
     save_state(directory, state)
     return entry
 

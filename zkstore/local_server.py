@@ -280,6 +280,19 @@ def _base_config(data_dir: Path, client_port: int) -> dict[str, str]:
     }
 
 
+STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
+QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+
+def _read_config(path: Path) -> dict[str, str]:
+    settings = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not line.lstrip().startswith("#"):
+            settings[key.strip()] = value.strip()
+    return settings
+
+
 def _write_config(path: Path, settings: Mapping[str, str]) -> None:
     lines = [f"{key}={value}" for key, value in settings.items()]
     path.write_text("# Written by zkstore.local_server\n" + "\n".join(lines) + "\n", encoding="utf-8")
@@ -315,7 +328,7 @@ class ZooKeeperProcess:
         classpath: ZooKeeperClasspath,
         java: str,
         jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
-        main_class: str = "org.apache.zookeeper.server.ZooKeeperServerMain",
+        main_class: str = STANDALONE_MAIN,
         name: str = "zookeeper",
     ) -> None:
         self.data_dir = data_dir
@@ -329,6 +342,22 @@ class ZooKeeperProcess:
         self.config_path = data_dir / "zoo.cfg"
         self.log_path = data_dir / "zookeeper.log"
         self._popen: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def from_config(cls, config_path: Path, *, name: str = "zookeeper") -> ZooKeeperProcess:
+        """The node an earlier run configured in ``config_path`` (its zoo.cfg): same ports, data and, for
+        an ensemble member (``server.N`` lines), same peers. For restarting a node of a detached cluster."""
+        settings = _read_config(config_path)
+        quorum = any(key.startswith("server.") for key in settings)
+        return cls(
+            data_dir=config_path.parent,
+            client_port=int(settings["clientPort"]),
+            settings=settings,
+            classpath=resolve_classpath(),
+            java=find_java(),
+            main_class=QUORUM_MAIN if quorum else STANDALONE_MAIN,
+            name=name,
+        )
 
     # -- properties
 
@@ -646,7 +675,7 @@ class ZooKeeperEnsemble:
                     classpath=classpath,
                     java=java,
                     jvm_opts=jvm_opts,
-                    main_class="org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                    main_class=QUORUM_MAIN,
                     name=f"zookeeper-{i + 1}:{client_ports[i]}",
                 )
             )

@@ -12,6 +12,7 @@ import pytest
 
 from cluster import launcher
 from tests.zkstore.helpers import wait_until
+from zkstore.local_server import server_mode
 
 pytestmark = pytest.mark.zookeeper
 
@@ -122,10 +123,13 @@ async def test_a_three_node_ensemble_with_shared_listeners(directory: Path) -> N
         timeout=30,
         what="a topic created with one ZooKeeper node down gets leaders",
     )
+    entry = await asyncio.to_thread(launcher.node_action, directory, "zookeeper-1", "restart")
+    assert launcher.alive(entry["pid"])
+    assert server_mode("127.0.0.1", entry["port"]) in ("leader", "follower"), "it rejoined the ensemble"
     stopped = launcher.down(directory)
     assert stopped[:3] == ["broker-1", "broker-2", "controller-1"]
     assert {"zookeeper-2", "zookeeper-3"} <= set(stopped[3:])
-    assert not any(launcher.alive(p["pid"]) for p in nodes)
+    assert not any(launcher.alive(p["pid"]) for p in launcher.load_state(directory)["processes"])
 
 
 def test_commands_on_a_missing_cluster_fail_clearly(tmp_path: Path) -> None:
@@ -156,3 +160,5 @@ def test_the_cli_starts_detached_reports_and_stops(
     finally:
         assert main(["down", "--dir", directory]) == 0
     assert "stopped broker-1, broker-2, controller-1, zookeeper-1" in capsys.readouterr().out
+    assert main(["watch", "--once", "--dir", directory]) == 1
+    assert "is not running" in capsys.readouterr().err
