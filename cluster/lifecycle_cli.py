@@ -1,13 +1,15 @@
-"""``python -m cluster up|status|down|kill|bounce|restart``: a local cluster for hands-on experiments."""
+"""``python -m cluster up|watch|status|down|kill|bounce|restart``: a local cluster to experiment on."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +30,23 @@ def register(commands: Any) -> None:
     )
     up.add_argument("--detach", action="store_true", help="start, print where everything is, and return")
     up.add_argument("--demo-topic", default="demo", help="topic created once the cluster is up ('' for none)")
-    up.set_defaults(run=run_up)
+    up.set_defaults(run=_reporting(run_up))
 
     status = commands.add_parser("status", help="the processes of a local cluster")
     _dir(status)
     status.add_argument("--json", action="store_true")
-    status.set_defaults(run=run_status)
+    status.set_defaults(run=_reporting(run_status))
 
     watch = commands.add_parser(
         "watch", help="the live view of a running local cluster (Ctrl-C leaves it running)"
     )
     _dir(watch)
     watch.add_argument("--once", action="store_true", help="print the view once and exit")
-    watch.set_defaults(run=run_watch)
+    watch.set_defaults(run=_reporting(run_watch))
 
     down = commands.add_parser("down", help="stop a local cluster in order (brokers, controllers, ZooKeeper)")
     _dir(down)
-    down.set_defaults(run=run_down)
+    down.set_defaults(run=_reporting(run_down))
 
     for action, text in (
         ("kill", "SIGKILL a node"),
@@ -54,7 +56,7 @@ def register(commands: Any) -> None:
         parser = commands.add_parser(action, help=text)
         _dir(parser)
         parser.add_argument("node", help="broker-N, controller-N or zookeeper-N")
-        parser.set_defaults(run=run_node_action, action=action)
+        parser.set_defaults(run=_reporting(run_node_action), action=action)
 
 
 def _dir(parser: argparse.ArgumentParser) -> None:
@@ -71,18 +73,28 @@ def _fail(message: str) -> int:
     return 1
 
 
+def _reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A command whose ClusterError (no cluster there, unknown node, …) becomes one error line, exit 1."""
+
+    @functools.wraps(run)
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except launcher.ClusterError as exc:
+            return _fail(str(exc))
+
+    return wrapped
+
+
 def run_up(args: argparse.Namespace) -> int:
     console = Console()
     layout = launcher.Layout(args.brokers, args.controllers, args.zookeeper_nodes, args.shared_listener)
     if layout.brokers < 1 or layout.controllers < 1:
         return _fail("at least one broker and one controller are needed")
-    try:
-        with console.status(f"starting {layout.brokers} brokers and {layout.controllers} controllers"):
-            state = asyncio.run(launcher.up(args.dir, layout))
-            if args.demo_topic:
-                asyncio.run(launcher.create_demo_topic(state, args.demo_topic))
-    except launcher.ClusterError as exc:
-        return _fail(str(exc))
+    with console.status(f"starting {layout.brokers} brokers and {layout.controllers} controllers"):
+        state = asyncio.run(launcher.up(args.dir, layout))
+        if args.demo_topic:
+            asyncio.run(launcher.create_demo_topic(state, args.demo_topic))
     console.print(processes_table(state))
     console.print(
         f"ZooKeeper: {state['zookeeper_connect']}    state: {launcher.state_path(args.dir.resolve())}"
@@ -113,10 +125,7 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    try:
-        state = launcher.load_state(args.dir)
-    except launcher.ClusterError as exc:
-        return _fail(str(exc))
+    state = launcher.load_state(args.dir)
     rows = [{**p, "alive": launcher.alive(p.get("pid"))} for p in state["processes"]]
     if args.json:
         print(json.dumps({**state, "processes": rows}, indent=2))
@@ -128,10 +137,7 @@ def run_status(args: argparse.Namespace) -> int:
 def run_watch(args: argparse.Namespace) -> int:
     from cluster.live_view import snapshot, watch
 
-    try:
-        state = launcher.load_state(args.dir)
-    except launcher.ClusterError as exc:
-        return _fail(str(exc))
+    state = launcher.load_state(args.dir)
     if not any(launcher.alive(p.get("pid")) for p in state["processes"] if p["role"] == "zookeeper"):
         return _fail(f"the cluster in {args.dir} is not running (its ZooKeeper is down)")
     console = Console()
@@ -146,19 +152,13 @@ def run_watch(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
-    try:
-        stopped = launcher.down(args.dir)
-    except launcher.ClusterError as exc:
-        return _fail(str(exc))
+    stopped = launcher.down(args.dir)
     print(f"stopped {', '.join(stopped) or 'nothing (no process was running)'}")
     return 0
 
 
 def run_node_action(args: argparse.Namespace) -> int:
-    try:
-        entry = launcher.node_action(args.dir, args.node, args.action)
-    except launcher.ClusterError as exc:
-        return _fail(str(exc))
+    entry = launcher.node_action(args.dir, args.node, args.action)
     verb = {"kill": "killed", "bounce": "bounced", "restart": "restarted"}[args.action]
     print(f"{verb} {entry['name']}" + (f" (pid {entry['pid']})" if args.action != "kill" else ""))
     return 0
