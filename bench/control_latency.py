@@ -260,47 +260,44 @@ async def _stream(
         writer.close()
 
 
-async def _load(
-    host: str,
-    port: int,
-    connections: int,
-    producers: int,
-    depth: int,
-    completed: Counter,
-    produced: Counter,
-    failures: Counter,
-    ready: Any,
-    stop: Any,
-) -> None:
-    streams = [await asyncio.open_connection(host, port, limit=1 << 22) for _ in range(connections)]
+@dataclass(frozen=True)
+class LoadShare:
+    """One load process's part of the load, and the counters and events it shares with the parent
+    (multiprocessing values, passed when the process is spawned)."""
+
+    host: str
+    port: int
+    connections: int
+    producers: int
+    depth: int
+    completed: Any
+    produced: Any
+    failures: Any
+    ready: Any
+    stop: Any
+
+
+async def _load(share: LoadShare) -> None:
+    streams = [
+        await asyncio.open_connection(share.host, share.port, limit=1 << 22) for _ in range(share.connections)
+    ]
     tasks = [
         asyncio.create_task(
-            _stream(r, w, depth, produce_frame, produced, failures)
-            if i < producers
-            else _stream(r, w, depth, metadata_frame, completed, failures)
+            _stream(r, w, share.depth, produce_frame, share.produced, share.failures)
+            if i < share.producers
+            else _stream(r, w, share.depth, metadata_frame, share.completed, share.failures)
         )
         for i, (r, w) in enumerate(streams)
     ]
-    ready.set()
-    while not stop.is_set() and not all(t.done() for t in tasks):
+    share.ready.set()
+    while not share.stop.is_set() and not all(t.done() for t in tasks):
         await asyncio.sleep(0.1)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def load_worker(
-    host: str,
-    port: int,
-    connections: int,
-    producers: int,
-    depth: int,
-    completed: Counter,
-    produced: Counter,
-    failures: Counter,
-    ready: Any,
-    stop: Any,
-) -> None:
+def load_worker(share: LoadShare) -> None:
     """A load-generator process: its own event loop, so the load never shares the probe's."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
@@ -310,7 +307,7 @@ def load_worker(
         runner = uvloop.run
     except ImportError:
         runner = asyncio.run
-    runner(_load(host, port, connections, producers, depth, completed, produced, failures, ready, stop))
+    runner(_load(share))
 
 
 class LoadGenerator:
@@ -329,16 +326,18 @@ class LoadGenerator:
             context.Process(
                 target=load_worker,
                 args=(
-                    host,
-                    port,
-                    base + (i < extra),
-                    producers + (i < spare),
-                    settings.pipeline_depth,
-                    self._completed[i],
-                    self._produced[i],
-                    self._failures[i],
-                    self._ready[i],
-                    self._stop,
+                    LoadShare(
+                        host=host,
+                        port=port,
+                        connections=base + (i < extra),
+                        producers=producers + (i < spare),
+                        depth=settings.pipeline_depth,
+                        completed=self._completed[i],
+                        produced=self._produced[i],
+                        failures=self._failures[i],
+                        ready=self._ready[i],
+                        stop=self._stop,
+                    ),
                 ),
                 name=f"control-latency-load-{i}",
                 daemon=True,
