@@ -154,6 +154,8 @@ class DelayedFetch(DelayedOperation):
         self.wanted = wanted
         self.min_bytes = body["min_bytes"]
         self.max_bytes = body["max_bytes"]
+        self._read: tuple[dict[str, Any], int] | None = None
+        """The read that proved the operation ready, answered as it is rather than read again."""
 
     def ready(self) -> bool:
         hits = [w for w in self.wanted if self.api.available(self.replica_id, w)]
@@ -161,10 +163,16 @@ class DelayedFetch(DelayedOperation):
             return False
         if self.min_bytes <= 1:
             return True
-        _, total, failed = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
-        return failed or total >= self.min_bytes
+        response, total, failed = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
+        if failed or total >= self.min_bytes:
+            self._read = (response, total)
+            return True
+        return False
 
     def reply(self) -> dict[str, Any]:
-        response, total, _ = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
+        if self._read is not None:
+            response, total = self._read
+        else:
+            response, total, _ = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
         self.api.count(total, self.replica_id)
         return response

@@ -344,6 +344,18 @@ def test_a_long_poll_is_answered_when_records_arrive(broker: DataBroker) -> None
     assert values(answer["records"]) == [(0, 1)]
 
 
+def test_a_long_poll_with_min_bytes_waits_until_enough_arrived_and_answers_all_of_it(
+    broker: DataBroker,
+) -> None:
+    one_batch = len(records(1))
+    waiting = broker.later(ApiKey.FETCH, 11, fetch_body(0, max_wait_ms=10_000, min_bytes=one_batch + 1))
+    broker.call(ApiKey.PRODUCE, 8, produce_body(records(1)))
+    assert not waiting.done(), "one batch is fewer bytes than min_bytes"
+    broker.call(ApiKey.PRODUCE, 8, produce_body(records(1, start=1)))
+    answer = fetch_answer(decode_response(ApiKey.FETCH, 11, waiting.result(WAIT_S))[1])
+    assert values(answer["records"]) == [(0, 0), (1, 1)]
+
+
 def test_a_long_poll_ends_empty_after_max_wait(broker: DataBroker) -> None:
     started = time.monotonic()
     answer = fetch_answer(broker.call(ApiKey.FETCH, 11, fetch_body(0, max_wait_ms=50)))
