@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from daemon.config import (
+    METRICS_PORT,
+    ZOOKEEPER_CONNECT,
+    ZOOKEEPER_CONNECTION_TIMEOUT_MS,
+    ZOOKEEPER_SESSION_TIMEOUT_MS,
     ConfigError,
     ConfigKey,
     LoadedConfig,
     at_least,
-    between,
     listener_name,
     load_config,
     parse_listeners,
@@ -42,7 +45,7 @@ def _protocol_map(value: list[str]) -> None:
 
 KEYS = (
     ConfigKey("broker.id", "int", doc="this broker's id", check=at_least(0)),
-    ConfigKey("zookeeper.connect", "string", doc="`host:port[,host:port…][/chroot]`"),
+    ZOOKEEPER_CONNECT,
     ConfigKey(
         "listeners",
         "list",
@@ -98,17 +101,8 @@ KEYS = (
         check=at_least(1024),
         doc="a larger request frame closes its connection",
     ),
-    ConfigKey(
-        "zookeeper.session.timeout.ms", "int", 18000, check=at_least(1000), doc="ZooKeeper session timeout"
-    ),
-    ConfigKey(
-        "zookeeper.connection.timeout.ms",
-        "int",
-        None,
-        check=at_least(1),
-        shown_default="the session timeout",
-        doc="how long to wait for the first connection",
-    ),
+    ZOOKEEPER_SESSION_TIMEOUT_MS,
+    ZOOKEEPER_CONNECTION_TIMEOUT_MS,
     ConfigKey(
         "controlled.shutdown.enable",
         "bool",
@@ -143,14 +137,7 @@ KEYS = (
         check=at_least(10),
         doc="how often `replication-offset-checkpoint` is written",
     ),
-    ConfigKey(
-        "metrics.port",
-        "int",
-        None,
-        check=between(0, 65535),
-        shown_default="unset",
-        doc="serve Prometheus metrics at `/metrics` on this port",
-    ),
+    METRICS_PORT,
     # -- the data plane: logs, replication, ISR
     ConfigKey(
         "log.segment.bytes",

@@ -21,6 +21,10 @@ from dataclasses import dataclass
 
 from controller.request_batch import EpochProtocol
 from daemon.config import (
+    METRICS_PORT,
+    ZOOKEEPER_CONNECT,
+    ZOOKEEPER_CONNECTION_TIMEOUT_MS,
+    ZOOKEEPER_SESSION_TIMEOUT_MS,
     ConfigError,
     ConfigKey,
     LoadedConfig,
@@ -61,18 +65,9 @@ def _percentage(value: int) -> None:
 
 KEYS = (
     ConfigKey("controller.id", "int", doc="this candidate's id, written to `/controller`", check=at_least(0)),
-    ConfigKey("zookeeper.connect", "string", doc="`host:port[,host:port…][/chroot]`"),
-    ConfigKey(
-        "zookeeper.session.timeout.ms", "int", 18000, check=at_least(1000), doc="ZooKeeper session timeout"
-    ),
-    ConfigKey(
-        "zookeeper.connection.timeout.ms",
-        "int",
-        None,
-        check=at_least(1),
-        shown_default="the session timeout",
-        doc="how long to wait for the first connection",
-    ),
+    ZOOKEEPER_CONNECT,
+    ZOOKEEPER_SESSION_TIMEOUT_MS,
+    ZOOKEEPER_CONNECTION_TIMEOUT_MS,
     ConfigKey(
         "listeners",
         "list",
@@ -149,14 +144,7 @@ KEYS = (
         check=at_least(1),
         doc="connect and request timeout towards brokers; a timed-out request is resent",
     ),
-    ConfigKey(
-        "metrics.port",
-        "int",
-        None,
-        check=between(0, 65535),
-        shown_default="unset",
-        doc="serve Prometheus metrics at `/metrics` on this port",
-    ),
+    METRICS_PORT,
     ConfigKey(
         "log.dir",
         "string",

@@ -207,6 +207,29 @@ def between(low: int, high: int) -> Callable[[int], None]:
     return check
 
 
+# Keys both daemons read, declared once.
+ZOOKEEPER_CONNECT = ConfigKey("zookeeper.connect", "string", doc="`host:port[,host:port…][/chroot]`")
+ZOOKEEPER_SESSION_TIMEOUT_MS = ConfigKey(
+    "zookeeper.session.timeout.ms", "int", 18000, check=at_least(1000), doc="ZooKeeper session timeout"
+)
+ZOOKEEPER_CONNECTION_TIMEOUT_MS = ConfigKey(
+    "zookeeper.connection.timeout.ms",
+    "int",
+    None,
+    check=at_least(1),
+    shown_default="the session timeout",
+    doc="how long to wait for the first connection",
+)
+METRICS_PORT = ConfigKey(
+    "metrics.port",
+    "int",
+    None,
+    check=between(0, 65535),
+    shown_default="unset",
+    doc="serve Prometheus metrics at `/metrics` on this port",
+)
+
+
 def env_var_name(key: str) -> str:
     """``zookeeper.connect`` -> ``KAFKA_ZOOKEEPER_CONNECT`` (``_`` -> ``__``, ``-`` -> ``___``)."""
     return "KAFKA_" + key.replace("-", "\0").replace("_", "__").replace(".", "_").replace("\0", "___").upper()
