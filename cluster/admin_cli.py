@@ -217,7 +217,7 @@ def _with_zookeeper(args: argparse.Namespace, work: Callable[[AsyncZooKeeper], A
     return asyncio.run(session())
 
 
-def _client_endpoints(listeners: Iterable[str]) -> list[str]:
+def client_endpoints(listeners: Iterable[str]) -> list[str]:
     endpoints = []
     for text in listeners:
         try:
@@ -242,7 +242,7 @@ def _bootstrap_servers(args: argparse.Namespace) -> str:
         brokers = _with_zookeeper(args, admin.broker_list)
         listeners = [ep for b in brokers for ep in b.endpoints]
         where = f"/brokers/ids at {_zookeeper(args)}"
-    servers = _client_endpoints(listeners)
+    servers = client_endpoints(listeners)
     if not servers:
         raise AdminError(f"no broker with a {CLIENT_LISTENER} listener in {where}; give --bootstrap-server")
     return ",".join(servers)
@@ -269,7 +269,7 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def _print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None) -> None:
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None) -> None:
     """rich at a terminal when installed; plain aligned text otherwise (pipes, tests, no rich)."""
     if sys.stdout.isatty():
         try:
@@ -318,7 +318,7 @@ def run_topics_create(args: argparse.Namespace) -> int:
         )
     else:
         print(f"Created topic {created.topic} (topic id {topic_id}).")
-        _print_table(("PARTITION", "REPLICAS"), sorted(created.partitions.items()))
+        print_table(("PARTITION", "REPLICAS"), sorted(created.partitions.items()))
     return 0
 
 
@@ -352,7 +352,7 @@ def run_topics_describe(args: argparse.Namespace) -> int:
             by_topic[p.topic].append({k: v for k, v in asdict(p).items() if k != "topic"})
         _print_json({"topics": [{**asdict(t), "partitions": by_topic[t.topic]} for t in found.topics]})
         return 0
-    _print_table(_TOPIC_HEADERS, _topic_rows(found.topics))
+    print_table(_TOPIC_HEADERS, _topic_rows(found.topics))
     if not found.partitions:
         return 0
     headers = ["TOPIC", "PARTITION", "LEADER", "LEADER-EPOCH", "ISR", "REPLICAS"]
@@ -364,7 +364,7 @@ def run_topics_describe(args: argparse.Namespace) -> int:
         row = [p.topic, p.partition, _leader(p), p.leader_epoch, p.isr, p.replicas]
         rows.append([*row, p.adding_replicas, p.removing_replicas] if moving else row)
     print()
-    _print_table(headers, rows)
+    print_table(headers, rows)
     return 0
 
 
@@ -373,7 +373,7 @@ def run_topics_list(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"topics": [asdict(t) for t in topics]})
     else:
-        _print_table(_TOPIC_HEADERS, _topic_rows(topics))
+        print_table(_TOPIC_HEADERS, _topic_rows(topics))
     return 0
 
 
@@ -399,7 +399,7 @@ def run_topics_alter(args: argparse.Namespace) -> int:
         )
     else:
         print(f"Added {len(added)} partitions to {args.topic} ({args.partitions} in all).")
-        _print_table(("PARTITION", "REPLICAS"), sorted(added.items()))
+        print_table(("PARTITION", "REPLICAS"), sorted(added.items()))
     return 0
 
 
@@ -413,7 +413,7 @@ def run_brokers(args: argparse.Namespace) -> int:
         _print_json({"brokers": [asdict(b) for b in brokers]})
     else:
         rows = [(b.broker_id, b.epoch, f"0x{b.epoch:x}", b.endpoints, b.rack) for b in brokers]
-        _print_table(("ID", "EPOCH", "EPOCH-HEX", "ENDPOINTS", "RACK"), rows)
+        print_table(("ID", "EPOCH", "EPOCH-HEX", "ENDPOINTS", "RACK"), rows)
     return 0
 
 
@@ -423,7 +423,7 @@ def run_controller(args: argparse.Namespace) -> int:
         _print_json(asdict(info))
     else:
         row = (info.controller_id, info.epoch, info.epoch_zk_version, info.rpc_endpoint)
-        _print_table(("CONTROLLER-ID", "EPOCH", "EPOCH-ZK-VERSION", "RPC-ENDPOINT"), [row])
+        print_table(("CONTROLLER-ID", "EPOCH", "EPOCH-ZK-VERSION", "RPC-ENDPOINT"), [row])
     return 0
 
 
@@ -513,7 +513,7 @@ def _verify(args: argparse.Namespace, plan: admin.Plan) -> int:
             (tp.topic, tp.partition, str(status), replicas, plan[tp])
             for tp, (status, replicas) in statuses.items()
         ]
-        _print_table(("TOPIC", "PARTITION", "STATUS", "REPLICAS", "TARGET"), rows)
+        print_table(("TOPIC", "PARTITION", "STATUS", "REPLICAS", "TARGET"), rows)
     failed = [str(tp) for tp, (status, _) in statuses.items() if status is admin.ReassignmentStatus.FAILED]
     if failed:
         return _fail(f"reassignment failed for {', '.join(failed)}")
@@ -638,7 +638,7 @@ def run_produce(args: argparse.Namespace) -> int:
         print(f"{report.acknowledged} of {report.sent} records acknowledged (acks={args.acks}).")
         rows = [(p, r.count, r.first_offset, r.last_offset) for p, r in sorted(report.partitions.items())]
         if rows:
-            _print_table(("PARTITION", "RECORDS", "FIRST-OFFSET", "LAST-OFFSET"), rows)
+            print_table(("PARTITION", "RECORDS", "FIRST-OFFSET", "LAST-OFFSET"), rows)
     if report.errors or report.acknowledged != report.sent:
         failed = report.sent - report.acknowledged
         first = report.errors[0] if report.errors else "no delivery report"

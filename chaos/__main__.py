@@ -1,0 +1,226 @@
+"""``python -m chaos run|list``: fault injection with a recorded workload against a local cluster.
+
+``run`` exits 0 when every acknowledged record was read back exactly once where it was acknowledged,
+1 when not or when the run could not be carried out (one ``error:`` line on stderr), 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+from kazoo.exceptions import KazooException
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.table import Table
+
+from chaos import ChaosError
+from chaos.run import RunConfig, RunResult, run
+from chaos.schedule import FAULTS, ROLES
+from chaos.verdict import judge, read_lines
+from cluster import launcher
+from cluster.admin import AdminError
+from cluster.admin_cli import print_table
+
+SHOWN = 5
+"""Values shown per problem in the summary; history.jsonl has them all."""
+
+
+def _names(allowed: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    """An argparse type for comma-separated names out of ``allowed``."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+        unknown = [n for n in names if n not in allowed]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"choose from {','.join(allowed)} (got {text!r})")
+        return names
+
+    return parse
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    return parse
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m chaos",
+        description="Inject faults into a local cluster while a producer records what was acknowledged, "
+        "then read everything back and check that nothing acknowledged was lost or duplicated.",
+    )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    go = commands.add_parser("run", help="one chaos run against the cluster in --dir")
+    _dir(go)
+    go.add_argument(
+        "--duration", type=_positive(float), default=60.0, help="seconds of faults and produce (60)"
+    )
+    go.add_argument(
+        "--faults",
+        type=_names(FAULTS),
+        default=FAULTS,
+        help=f"fault kinds to choose from ({','.join(FAULTS)})",
+    )
+    go.add_argument(
+        "--targets",
+        type=_names(ROLES),
+        default=("broker", "controller"),
+        help=f"roles whose nodes may be hit, from {','.join(ROLES)} (broker,controller)",
+    )
+    go.add_argument("--interval", type=_positive(float), default=8.0, help="mean seconds between faults (8)")
+    go.add_argument("--rate", type=_positive(int), default=200, help="records produced per second (200)")
+    go.add_argument("--topic", default="chaos", help="created when missing (chaos)")
+    go.add_argument("--partitions", type=_positive(int), default=6, help="for a new topic (6)")
+    go.add_argument("--replication-factor", type=_positive(int), default=3, help="for a new topic (3)")
+    go.add_argument("--seed", type=int, help="fault schedule seed (random; the run records it)")
+    go.add_argument(
+        "--start",
+        action="store_true",
+        help="start a cluster in --dir first (3 brokers, 2 controllers), stop it after",
+    )
+    go.set_defaults(handler=run_command)
+    listing = commands.add_parser("list", help="the chaos runs recorded under --dir")
+    _dir(listing)
+    listing.set_defaults(handler=list_command)
+    return top
+
+
+def _dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=launcher.DEFAULT_DIR,
+        help=f"the cluster's directory ({launcher.DEFAULT_DIR})",
+    )
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def _logging() -> None:
+    """Progress on stderr, unless the host (a test) configured logging already."""
+    if logging.getLogger().handlers:
+        return
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(message)s",
+        handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
+    )
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    _logging()
+    config = RunConfig(
+        directory=args.dir,
+        duration_s=args.duration,
+        faults=args.faults,
+        roles=args.targets,
+        interval_s=args.interval,
+        rate=args.rate,
+        topic=args.topic,
+        partitions=args.partitions,
+        replication_factor=args.replication_factor,
+        seed=args.seed,
+    )
+    started = False
+    try:
+        if args.start:
+            logging.getLogger("chaos").info("starting a cluster in %s", args.dir)
+            asyncio.run(launcher.up(args.dir, launcher.Layout()))
+            started = True
+        result = asyncio.run(run(config))
+    except (ChaosError, launcher.ClusterError, AdminError) as exc:
+        return _fail(str(exc))
+    except (KazooException, KafkaException) as exc:
+        return _fail(f"{type(exc).__name__}: {exc}")
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if started:
+            launcher.down(args.dir)
+    summary(Console(), result)
+    return 0 if result.verdict.ok else 1
+
+
+def summary(console: Console, result: RunResult) -> None:
+    v = result.verdict
+    table = Table(title=f"chaos {result.run_id} (seed {result.seed})")
+    for column in ("acked", "failed", "consumed", "lost", "duplicated", "misplaced", "faults"):
+        table.add_column(column, justify="right")
+    duplicated = f"{len(v.duplicated)} ({len(v.resent)} resent)" if v.resent else str(len(v.duplicated))
+    counts = (v.acked, v.failed, v.consumed, len(v.lost), duplicated, len(v.misplaced), v.faults)
+    table.add_row(*map(str, counts))
+    console.print(table)
+    problems = (("lost", v.lost), ("duplicated", v.unexplained_duplicates), ("misplaced", v.misplaced))
+    for name, values in problems:
+        if values:
+            console.print(f"[red]{name}[/]: {_some(values)}")
+    if v.divergent:
+        console.print(f"[red]read back with two values[/]: {v.divergent[:SHOWN]}")
+    if v.resent:
+        console.print(
+            f"[yellow]resent by the producer[/] (a copy from a fenced leader's unanswered request, "
+            f"then the acknowledged one; not the cluster's fault): {_some(v.resent)}"
+        )
+    if result.crashed:
+        console.print(f"[yellow]not running without a fault (see their logs)[/]: {', '.join(result.crashed)}")
+    if v.ok:
+        console.print("[green]ok[/]: every acknowledged record was read back once, where it was acknowledged")
+    console.print(f"run directory: {result.run_dir}")
+
+
+def _some(values: Sequence[str]) -> str:
+    more = f" and {len(values) - SHOWN} more" if len(values) > SHOWN else ""
+    return ", ".join(values[:SHOWN]) + more
+
+
+def list_command(args: argparse.Namespace) -> int:
+    runs = sorted((args.dir / "chaos").glob("run-*/"))
+    if not runs:
+        print(f"no chaos runs in {args.dir / 'chaos'}")
+        return 0
+    rows = []
+    for run_dir in runs:
+        lines = list(read_lines(run_dir / "events.jsonl", run_dir / "history.jsonl"))
+        started = next((e for e in lines if e.get("kind") == "run_started"), {})
+        finished = next((e for e in lines if e.get("kind") == "run_finished"), None)
+        v = judge(lines)
+        checked = finished is not None  # without the read-back, nothing can be called lost
+        rows.append(
+            (
+                run_dir.name,
+                f"{finished['duration_s']:.0f} s" if checked else "unfinished",
+                v.acked,
+                v.failed,
+                len(v.lost) if checked else "-",
+                len(v.duplicated) if checked else "-",
+                v.faults,
+                started.get("seed"),
+            )
+        )
+    headers = ("RUN", "DURATION", "ACKED", "FAILED", "LOST", "DUPLICATED", "FAULTS", "SEED")
+    print_table(headers, rows, title=f"chaos runs in {args.dir / 'chaos'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""Doing and undoing faults on a local cluster's daemons, one at a time, and recording each in the run's
+``events.jsonl`` (node ``chaos``) so the audit can line them up with what the daemons logged.
+
+The process work goes through :func:`cluster.launcher.node_action`, the same code as ``python -m
+cluster kill|bounce|restart``, so ``cluster.json`` keeps every new pid. ``node_action`` blocks, so it
+runs in a worker thread and the event loop stays free for ZooKeeper reads and the run's timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+from kazoo.exceptions import KazooException
+
+from chaos.schedule import Step
+from cluster import admin, launcher
+from daemon.eventlog import EventLog
+from zkstore.aio import AsyncZooKeeper
+
+log = logging.getLogger("chaos.faults")
+
+BACK_TIMEOUT_S = 60.0
+"""How long a healed broker gets to register again before the run goes on without waiting."""
+
+
+class Injector(Protocol):
+    async def inject(self, step: Step) -> bool:
+        """Do the fault; False when it could not be done (the target was not running)."""
+        ...
+
+    async def heal(self, step: Step) -> None:
+        """Undo the fault (start a killed node, resume a paused one); nothing for bounce and restart."""
+        ...
+
+    async def settle(self, step: Step) -> None:
+        """Wait until the target is back in the cluster, so the next fault takes down a second node
+        only once the first is really up."""
+        ...
+
+
+async def stopped_within(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait up to ``seconds``; True as soon as ``stop`` is set."""
+    if seconds <= 0:
+        return stop.is_set()
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def fault_loop(schedule: Iterable[Step], injector: Injector, stop: asyncio.Event) -> None:
+    """Carry out ``schedule`` until ``stop`` is set. ``stop`` ends only the waits between faults: a
+    fault in progress runs its course (a shortened pause might not outlast the session timeout) and
+    is healed, and its node is back, before the next wait; so never more than one node is down."""
+    for step in schedule:
+        if await stopped_within(stop, step.wait_s):
+            return
+        if not await injector.inject(step):
+            continue
+        try:
+            await asyncio.sleep(step.hold_s)
+        finally:  # also when cancelled (Ctrl-C): never leave a node down
+            await injector.heal(step)
+        await injector.settle(step)
+
+
+def _stopped(pid: int | None) -> bool:
+    """Whether ``pid`` is stopped by a signal (state T in /proc): paused and never resumed."""
+    if not pid:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["T"]
+
+
+class ClusterInjector:
+    """Faults on the nodes of the local cluster in ``directory``."""
+
+    def __init__(self, directory: Path, events: EventLog, zk: AsyncZooKeeper) -> None:
+        self.directory = directory
+        self.events = events
+        self.zk = zk
+        self.crashed: list[str] = []
+        """Nodes found not running that no fault had taken down: look at their logs."""
+        self._paused: dict[str, tuple[int, float]] = {}
+        self._epochs: dict[str, int | None] = {}
+
+    def _entry(self, name: str) -> dict[str, Any]:
+        return launcher.find(launcher.load_state(self.directory), name)
+
+    async def inject(self, step: Step) -> bool:
+        entry = self._entry(step.target)
+        pid = entry.get("pid")
+        if entry["role"] == "broker":
+            self._epochs[step.target] = await self._broker_epoch(entry["id"])
+        if not launcher.alive(pid):
+            self._note_crash(step.target, pid)
+            await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
+            await self.settle(step)
+            return False
+        detail = {
+            "kill": f"SIGKILL pid {pid}; started again after {step.hold_s:g} s",
+            "bounce": f"SIGKILL pid {pid} and started again at once",
+            "restart": f"SIGTERM pid {pid}, wait for it to exit, start again",
+            "pause": f"SIGSTOP pid {pid} for {step.hold_s:g} s",
+        }[step.fault]
+        log.info("%s %s: %s", step.fault, step.target, detail)
+        self.events.emit(
+            "fault_injected", fault=step.fault, target=step.target, role=step.role, detail=detail
+        )
+        if step.fault == "pause":
+            with contextlib.suppress(ProcessLookupError):  # exited since the check: healing starts it
+                os.kill(pid, signal.SIGSTOP)
+            self._paused[step.target] = (pid, time.monotonic())
+        else:
+            await asyncio.to_thread(launcher.node_action, self.directory, step.target, step.fault)
+        return True
+
+    async def heal(self, step: Step) -> None:
+        if step.fault == "kill":
+            entry = await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
+            log.info("started %s again (pid %s)", step.target, entry["pid"])
+            self.events.emit("fault_healed", fault="kill", target=step.target, role=step.role)
+        elif step.target in self._paused:
+            self._resume(step.target, step.role)
+
+    def _resume(self, name: str, role: str) -> None:
+        pid, since = self._paused.pop(name)
+        detail = f"SIGCONT pid {pid} after {time.monotonic() - since:.1f} s"
+        log.info("resume %s: %s", name, detail)
+        self.events.emit("fault_injected", fault="resume", target=name, role=role, detail=detail)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+        self.events.emit("fault_healed", fault="pause", target=name, role=role)
+
+    async def heal_all(self) -> None:
+        """Leave every node running: resume what is still paused, start what is not running."""
+        for name in list(self._paused):
+            self._resume(name, self._entry(name)["role"])
+        for entry in launcher.load_state(self.directory)["processes"]:
+            pid = entry.get("pid")
+            if _stopped(pid):
+                log.warning("%s (pid %s) was stopped; sending SIGCONT", entry["name"], pid)
+                os.kill(pid, signal.SIGCONT)
+            if not launcher.alive(pid):
+                self._note_crash(entry["name"], pid)
+                await asyncio.to_thread(launcher.node_action, self.directory, entry["name"], "restart")
+
+    def _note_crash(self, name: str, pid: int | None) -> None:
+        log.warning("%s is not running (pid %s exited on its own; see its log): starting it", name, pid)
+        self.crashed.append(name)
+
+    async def settle(self, step: Step) -> None:
+        """A broker is back once registered with a new epoch (every fault here ends its session);
+        controllers and ZooKeeper servers are back once their process runs, which healing ensured."""
+        if step.role != "broker":
+            return
+        entry = self._entry(step.target)
+        before = self._epochs.pop(step.target, None)
+        started = time.monotonic()
+        while time.monotonic() - started < BACK_TIMEOUT_S:
+            epoch = await self._broker_epoch(entry["id"])
+            if epoch is not None and epoch != before:
+                log.info(
+                    "%s is registered again with epoch %d (was %s) after %.1f s",
+                    step.target,
+                    epoch,
+                    before,
+                    time.monotonic() - started,
+                )
+                return
+            await asyncio.sleep(0.2)
+        log.warning(
+            "%s is not registered with a new epoch %.0f s after its %s was healed; going on",
+            step.target,
+            BACK_TIMEOUT_S,
+            step.fault,
+        )
+
+    async def _broker_epoch(self, broker_id: int) -> int | None:
+        """The broker's registration czxid (KIP-380 epoch), None when it is not registered."""
+        try:
+            brokers = await admin.broker_list(self.zk)
+        except KazooException as exc:  # a ZooKeeper node may be the one down
+            log.debug("reading /brokers/ids failed: %r", exc)
+            return None
+        return next((b.epoch for b in brokers if b.broker_id == broker_id), None)

@@ -1,0 +1,202 @@
+"""One chaos run against the running local cluster in a directory, from topic to verdict.
+
+Order matters: faults stop and are healed before the producer stops, so the last records meet a
+whole cluster; the read-back waits until every partition has a leader and its full replica set in
+the ISR, so that it reads what every replica agrees on rather than a leader's view mid-recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos import ChaosError
+from chaos.faults import ClusterInjector, fault_loop
+from chaos.schedule import FAULTS, FaultSchedule, nodes_of
+from chaos.verdict import Verdict, judge, read_lines
+from chaos.workload import ProducerWorkload, read_back
+from cluster import admin, launcher
+from cluster.admin_cli import client_endpoints
+from daemon.eventlog import EventLog
+from zkstore.aio import AsyncZooKeeper
+
+log = logging.getLogger("chaos.run")
+
+REPLICATED_TIMEOUT_S = 120.0
+PRODUCER_STOP_TIMEOUT_S = 35.0
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    directory: Path
+    duration_s: float = 60.0
+    faults: tuple[str, ...] = FAULTS
+    roles: tuple[str, ...] = ("broker", "controller")
+    interval_s: float = 8.0
+    rate: int = 200
+    topic: str = "chaos"
+    partitions: int = 6
+    replication_factor: int = 3
+    seed: int | None = None
+    """None picks one at random; the run records the seed it used."""
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    seed: int
+    verdict: Verdict
+    crashed: list[str] = field(default_factory=list)
+    """Nodes found not running that no fault had taken down."""
+
+
+def running_state(directory: Path) -> dict[str, Any]:
+    """``cluster.json`` of a cluster with a live ZooKeeper and a live broker, else ClusterError."""
+    state = launcher.load_state(directory)
+    running = {p["role"] for p in state["processes"] if launcher.alive(p.get("pid"))}
+    if not {"zookeeper", "broker"} <= running:
+        raise launcher.ClusterError(
+            f"the cluster in {directory} is not running (no live ZooKeeper or broker); "
+            f"start one with `python -m cluster up --dir {directory} --detach`"
+        )
+    return state
+
+
+def bootstrap_servers(state: dict[str, Any]) -> str:
+    listeners = [ln for p in state["processes"] if p["role"] == "broker" for ln in p.get("listeners") or []]
+    servers = client_endpoints(listeners)
+    if not servers:
+        raise launcher.ClusterError("no broker in cluster.json has a PLAINTEXT listener")
+    return ",".join(servers)
+
+
+def new_run_dir(directory: Path) -> tuple[str, Path]:
+    """``DIR/chaos/run-<UTC time>``; a second run within the same second waits for the next one."""
+    while True:
+        run_id = "run-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        run_dir = directory / "chaos" / run_id
+        try:
+            run_dir.mkdir(parents=True)
+        except FileExistsError:
+            time.sleep(0.2)
+            continue
+        return run_id, run_dir
+
+
+async def ensure_topic(
+    state: dict[str, Any], zk: AsyncZooKeeper, topic: str, partitions: int, rf: int
+) -> int:
+    """Create ``topic`` unless it exists, then wait until every partition has a leader; returns its
+    partition count (an existing topic keeps its own)."""
+    existing = {t.topic: t for t in await admin.list_topics(zk)}
+    if topic in existing:
+        partitions = existing[topic].partition_count
+        log.info("topic %s exists with %d partitions; using it", topic, partitions)
+    else:
+        await admin.create_new_topic(zk, topic, partitions, rf)
+        log.info("created topic %s: %d partitions, replication factor %d", topic, partitions, rf)
+    await launcher.create_demo_topic(state, topic, partitions)  # creates nothing now: waits for leaders
+    return partitions
+
+
+async def wait_replicated(zk: AsyncZooKeeper, topic: str, timeout_s: float = REPLICATED_TIMEOUT_S) -> None:
+    """Until every partition has a leader and its whole replica set in the ISR."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        partitions = await admin.describe_topics(zk, [topic])
+        short = [p for p in partitions if p.leader is None or p.leader < 0 or set(p.isr) != set(p.replicas)]
+        if not short:
+            return
+        if time.monotonic() > deadline:
+            text = "; ".join(
+                f"{topic}-{p.partition} leader {p.leader} isr {list(p.isr)} replicas {list(p.replicas)}"
+                for p in short
+            )
+            raise ChaosError(
+                f"after {timeout_s:g} s, partitions still without a leader or a full ISR: {text}"
+            )
+        await asyncio.sleep(0.5)
+
+
+@contextlib.asynccontextmanager
+async def _logs(run_dir: Path) -> AsyncIterator[tuple[EventLog, EventLog]]:
+    events = EventLog(run_dir / "events.jsonl", node="chaos")
+    history = EventLog(run_dir / "history.jsonl", node="workload")
+    try:
+        yield events, history
+    finally:
+        events.close()
+        history.close()
+
+
+async def run(config: RunConfig) -> RunResult:
+    directory = config.directory.resolve()
+    state = running_state(directory)
+    seed = config.seed if config.seed is not None else random.randrange(2**31)
+    schedule = FaultSchedule(
+        nodes_of(state), faults=config.faults, roles=config.roles, interval_s=config.interval_s, seed=seed
+    )
+    servers = bootstrap_servers(state)
+    started = time.monotonic()
+    run_id, run_dir = new_run_dir(directory)
+    log.info("chaos run %s in %s (seed %d)", run_id, run_dir, seed)
+    async with _logs(run_dir) as (events, history), admin.connect(state["zookeeper_connect"]) as zk:
+        partitions = await ensure_topic(state, zk, config.topic, config.partitions, config.replication_factor)
+        events.emit(
+            "run_started",
+            run_id=run_id,
+            topic=config.topic,
+            partitions=partitions,
+            replication_factor=config.replication_factor,
+            faults=list(config.faults),
+            seed=seed,
+            duration_s=float(config.duration_s),
+            rate=config.rate,
+            interval_s=float(config.interval_s),
+        )
+        injector = ClusterInjector(directory, events, zk)
+        workload = ProducerWorkload(servers, config.topic, run_id, config.rate, history).start()
+        try:
+            try:
+                await _faults_for(config.duration_s, schedule, injector)
+            finally:
+                await injector.heal_all()
+        finally:
+            log.info("faults over and healed; stopping the producer")
+            await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+        log.info("waiting until every partition of %s has its full ISR", config.topic)
+        await wait_replicated(zk, config.topic)
+        consumed = await asyncio.to_thread(read_back, servers, config.topic, history)
+        log.info("read back %d records", consumed)
+        events.emit(
+            "run_finished",
+            run_id=run_id,
+            acked=workload.acked,
+            failed=workload.failed,
+            consumed=consumed,
+            duration_s=round(time.monotonic() - started, 3),
+        )
+    verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
+    return RunResult(run_id, run_dir, seed, verdict, injector.crashed)
+
+
+async def _faults_for(duration_s: float, schedule: FaultSchedule, injector: ClusterInjector) -> None:
+    """Start faults for ``duration_s``; one in progress then runs its course and is healed first."""
+    stop = asyncio.Event()
+    faults = asyncio.create_task(fault_loop(schedule, injector, stop))
+    try:
+        done, _ = await asyncio.wait({faults}, timeout=duration_s)
+        if done:
+            faults.result()  # the loop only ends early by failing
+    finally:
+        stop.set()
+        if not faults.done():
+            await faults

@@ -1,0 +1,127 @@
+"""Which fault, on which node, after how long: a pure function of the seed and the cluster's nodes.
+
+Keeping the choice apart from the doing makes a run reproducible (the same seed against the same
+layout gives the same faults in the same order) and lets the safety rules be tested without a
+cluster: a node is a target only if the cluster keeps working while it alone is down.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos import ChaosError
+from daemon.config import parse_properties
+
+FAULTS = ("kill", "bounce", "restart", "pause")
+ROLES = ("broker", "controller", "zookeeper")
+KILL_DOWN_S = 3.0
+"""How long a killed node stays down before it is started again."""
+PAUSE_FACTOR = 1.5
+"""A pause lasts this many session timeouts, so that ZooKeeper surely expires the paused session."""
+DEFAULT_SESSION_TIMEOUT_S = 6.0
+"""For nodes whose session timeout is unknown (ZooKeeper servers); the launcher's daemons use 6 s."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    role: str
+    session_timeout_s: float | None = None
+    """The daemon's ``zookeeper.session.timeout.ms`` in seconds; None for ZooKeeper servers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One fault: wait ``wait_s``, do ``fault`` to ``target``, keep it so for ``hold_s``, then heal it.
+
+    ``hold_s`` is 0 for faults that undo themselves (bounce, restart).
+    """
+
+    wait_s: float
+    fault: str
+    target: str
+    role: str
+    hold_s: float
+
+
+def nodes_of(state: Mapping[str, Any]) -> list[Node]:
+    """The nodes of a ``cluster.json`` state, with each daemon's session timeout read from its config."""
+    nodes = []
+    for process in state["processes"]:
+        timeout = None
+        if process["role"] != "zookeeper":
+            timeout = _session_timeout_s(Path(process["config"]))
+        nodes.append(Node(process["name"], process["role"], timeout))
+    return nodes
+
+
+def _session_timeout_s(config: Path) -> float:
+    try:
+        properties = parse_properties(config.read_text())
+    except OSError:
+        return DEFAULT_SESSION_TIMEOUT_S
+    return int(properties.get("zookeeper.session.timeout.ms", "18000")) / 1000  # Kafka's default
+
+
+def eligible_targets(nodes: Iterable[Node], roles: Iterable[str]) -> list[Node]:
+    """Nodes of ``roles`` that may go down alone: a controller only when another candidate remains, a
+    ZooKeeper server only in an ensemble of three or more (the quorum survives), any broker."""
+    nodes = list(nodes)
+    wanted = set(roles)
+    count = {role: sum(1 for n in nodes if n.role == role) for role in ROLES}
+    minimum = {"broker": 1, "controller": 2, "zookeeper": 3}
+    return [n for n in nodes if n.role in wanted and count[n.role] >= minimum.get(n.role, 1)]
+
+
+def hold_s(fault: str, node: Node) -> float:
+    if fault == "kill":
+        return KILL_DOWN_S
+    if fault == "pause":
+        return round(PAUSE_FACTOR * (node.session_timeout_s or DEFAULT_SESSION_TIMEOUT_S), 3)
+    return 0.0
+
+
+class FaultSchedule:
+    """An endless, seeded sequence of :class:`Step`; the pauses between faults average ``interval_s``.
+
+    Steps are meant to be carried out one after the other, each healed before the next wait starts,
+    so that no more than one node is ever down.
+    """
+
+    def __init__(
+        self,
+        nodes: Iterable[Node],
+        *,
+        faults: Sequence[str] = FAULTS,
+        roles: Sequence[str] = ("broker", "controller"),
+        interval_s: float = 8.0,
+        seed: int = 0,
+    ) -> None:
+        unknown = sorted(set(faults) - set(FAULTS)) + sorted(set(roles) - set(ROLES))
+        if unknown:
+            raise ChaosError(f"unknown fault or role: {', '.join(unknown)}")
+        if not faults:
+            raise ChaosError("no fault kinds enabled")
+        if interval_s <= 0:
+            raise ChaosError("the interval between faults must be positive")
+        self.targets = eligible_targets(nodes, roles)
+        if not self.targets:
+            raise ChaosError(
+                f"no node of {', '.join(roles)} can go down alone "
+                "(a controller needs a second candidate, a ZooKeeper server an ensemble of 3)"
+            )
+        self.faults = tuple(faults)
+        self.interval_s = interval_s
+        self.seed = seed
+
+    def __iter__(self) -> Iterator[Step]:
+        rng = random.Random(self.seed)
+        while True:
+            wait = round(rng.uniform(0.5, 1.5) * self.interval_s, 3)
+            fault = rng.choice(self.faults)
+            node = rng.choice(self.targets)
+            yield Step(wait, fault, node.name, node.role, hold_s(fault, node))

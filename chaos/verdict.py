@@ -1,0 +1,109 @@
+"""The run's own verdict over its history: was every acknowledged record read back, once, where it was
+acknowledged? A quick check for the command's exit status; the full audit is the pipeline's.
+
+One kind of duplicate is the client's doing, not the cluster's. librdkafka (2.10 and later) drops a
+broker that is no longer in the metadata, and hands the messages of its unanswered requests back to
+their partitions, to be sent again to the new leader without counting a retry. A leader that was
+paused past its session timeout is such a broker: a batch it had appended, and a follower had
+copied, survives in the new leader's log, and the resent copy lands after it. Such duplicates are
+reported as ``resent`` and do not fail the verdict; any other duplicate does.
+
+Pure: it takes the lines of ``history.jsonl`` (and, to count faults, of ``events.jsonl``) as dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Place = tuple[str, int, int]
+"""(topic, partition, offset)"""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    acked: int
+    failed: int
+    consumed: int
+    faults: int
+    """Faults injected; a ``resume`` ends a pause and is not counted."""
+    lost: list[str]
+    """Acknowledged values the read-back did not find."""
+    duplicated: list[str]
+    """Values read back at more than one place."""
+    resent: list[str]
+    """The duplicated values a producer resend explains: every copy in one partition, and, when the
+    value was acknowledged, the acknowledged copy the last one."""
+    misplaced: list[str]
+    """Acknowledged values whose acknowledged place holds another value, or that were read back only
+    elsewhere. A value lost with another one in its place is both lost and misplaced."""
+    divergent: list[Place]
+    """Places read back with two different values (two reads that disagree)."""
+
+    @property
+    def unexplained_duplicates(self) -> list[str]:
+        resent = set(self.resent)
+        return [v for v in self.duplicated if v not in resent]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.unexplained_duplicates or self.misplaced or self.divergent)
+
+
+def judge(lines: Iterable[Mapping[str, Any]]) -> Verdict:
+    acked: dict[str, Place] = {}
+    failed = consumed = faults = 0
+    found: dict[str, set[Place]] = defaultdict(set)
+    at: dict[Place, set[str]] = defaultdict(set)
+    for line in lines:
+        kind = line.get("kind")
+        if kind == "produce_acked":
+            acked[line["value"]] = (line["topic"], line["partition"], line["offset"])
+        elif kind == "produce_failed":
+            failed += 1
+        elif kind == "consumed":
+            consumed += 1
+            place = (line["topic"], line["partition"], line["offset"])
+            found[line["value"]].add(place)
+            at[place].add(line["value"])
+        elif kind == "fault_injected" and line.get("fault") != "resume":
+            faults += 1
+    lost = sorted(v for v in acked if v not in found)
+    misplaced = sorted(
+        v for v, place in acked.items() if v not in at.get(place, ()) and (at.get(place) or v in found)
+    )
+    duplicated = sorted(v for v, places in found.items() if len(places) > 1)
+    return Verdict(
+        acked=len(acked),
+        failed=failed,
+        consumed=consumed,
+        faults=faults,
+        lost=lost,
+        duplicated=duplicated,
+        resent=[v for v in duplicated if _resent(found[v], acked.get(v))],
+        misplaced=misplaced,
+        divergent=sorted(p for p, values in at.items() if len(values) > 1),
+    )
+
+
+def _resent(places: set[Place], acked_at: Place | None) -> bool:
+    if len({(topic, partition) for topic, partition, _ in places}) > 1:
+        return False
+    return acked_at is None or acked_at == max(places)
+
+
+def read_lines(*paths: Path) -> Iterator[dict[str, Any]]:
+    """The JSON lines of each existing file; a torn last line (a killed writer) is skipped."""
+    for path in paths:
+        if not path.exists():
+            continue
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue

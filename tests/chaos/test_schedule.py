@@ -1,0 +1,137 @@
+"""The fault schedule and loop without a cluster: seeded, safe targets, one node down at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from pathlib import Path
+
+import pytest
+
+from chaos import ChaosError
+from chaos.faults import fault_loop
+from chaos.schedule import KILL_DOWN_S, FaultSchedule, Node, Step, eligible_targets, nodes_of
+
+ZOOKEEPER = [Node("zookeeper-1", "zookeeper")]
+CONTROLLERS = [Node("controller-1", "controller", 6.0), Node("controller-2", "controller", 6.0)]
+BROKERS = [Node(f"broker-{i}", "broker", 6.0) for i in (1, 2, 3)]
+CLUSTER = ZOOKEEPER + CONTROLLERS + BROKERS
+
+
+def steps(schedule: FaultSchedule, count: int = 200) -> list[Step]:
+    return list(itertools.islice(schedule, count))
+
+
+def test_the_same_seed_gives_the_same_faults_and_another_seed_others() -> None:
+    first = steps(FaultSchedule(CLUSTER, seed=42))
+    assert first == steps(FaultSchedule(CLUSTER, seed=42))
+    assert first != steps(FaultSchedule(CLUSTER, seed=43))
+
+
+def test_faults_targets_and_waits_stay_within_what_was_asked() -> None:
+    chosen = steps(FaultSchedule(CLUSTER, faults=("kill", "pause"), roles=("broker",), interval_s=4, seed=1))
+    assert {s.fault for s in chosen} == {"kill", "pause"}
+    assert {s.target for s in chosen} == {"broker-1", "broker-2", "broker-3"}
+    assert all(2 <= s.wait_s <= 6 for s in chosen)
+    assert sum(s.wait_s for s in chosen) / len(chosen) == pytest.approx(4, rel=0.1)
+
+
+def test_a_pause_outlasts_the_session_timeout_and_a_kill_is_short() -> None:
+    chosen = steps(FaultSchedule(CLUSTER, seed=3))
+    holds = {s.fault: s.hold_s for s in chosen}
+    assert holds["pause"] > 6.0, "a paused daemon must lose its ZooKeeper session"
+    assert holds["kill"] == KILL_DOWN_S
+    assert holds["bounce"] == holds["restart"] == 0
+
+
+def test_a_lone_controller_or_zookeeper_server_is_never_a_target() -> None:
+    alone = ZOOKEEPER + CONTROLLERS[:1] + BROKERS
+    every_role = ("broker", "controller", "zookeeper")
+    assert {n.role for n in eligible_targets(alone, every_role)} == {"broker"}
+    ensemble = [Node(f"zookeeper-{i}", "zookeeper") for i in (1, 2, 3)] + CONTROLLERS
+    assert len(eligible_targets(ensemble, every_role)) == 5
+    with pytest.raises(ChaosError, match="can go down alone"):
+        FaultSchedule(alone, roles=("controller",))
+    with pytest.raises(ChaosError, match="unknown fault"):
+        FaultSchedule(CLUSTER, faults=("nuke",))
+
+
+def test_session_timeouts_come_from_the_daemons_configs(tmp_path: Path) -> None:
+    config = tmp_path / "broker.properties"
+    config.write_text("broker.id=1\nzookeeper.session.timeout.ms=6000\n")
+    state = {
+        "processes": [
+            {"name": "zookeeper-1", "role": "zookeeper", "config": str(tmp_path / "zoo.cfg")},
+            {"name": "broker-1", "role": "broker", "config": str(config)},
+        ]
+    }
+    assert nodes_of(state) == [Node("zookeeper-1", "zookeeper", None), Node("broker-1", "broker", 6.0)]
+
+
+class RecordingInjector:
+    """Keeps track of which nodes are down, as the real injector's faults would leave them."""
+
+    def __init__(self, controllers: set[str]) -> None:
+        self.controllers = controllers
+        self.down: set[str] = set()
+        self.calls: list[tuple[str, str]] = []
+        self.most_down = 0
+
+    async def inject(self, step: Step) -> bool:
+        self.calls.append(("inject", step.target))
+        self.down.add(step.target)
+        self.most_down = max(self.most_down, len(self.down))
+        assert self.controllers - self.down, "no controller candidate left"
+        await asyncio.sleep(0)
+        return True
+
+    async def heal(self, step: Step) -> None:
+        self.calls.append(("heal", step.target))
+        await asyncio.sleep(0)
+
+    async def settle(self, step: Step) -> None:
+        await asyncio.sleep(0)
+        self.down.discard(step.target)
+        self.calls.append(("settle", step.target))
+
+
+def fast(schedule: FaultSchedule) -> list[Step]:
+    """The schedule's first steps with its waits and holds shrunk a thousandfold."""
+    return [
+        dataclasses.replace(s, wait_s=s.wait_s / 1000, hold_s=s.hold_s / 1000) for s in steps(schedule, 60)
+    ]
+
+
+async def test_the_loop_takes_one_node_down_at_a_time_and_keeps_a_controller() -> None:
+    injector = RecordingInjector({"controller-1", "controller-2"})
+    await fault_loop(fast(FaultSchedule(CLUSTER, interval_s=1, seed=9)), injector, asyncio.Event())
+    assert injector.most_down == 1
+    targets = {t for _, t in injector.calls}
+    assert {"controller-1", "controller-2"} <= targets and len(injector.calls) == 3 * 60
+    for i in range(0, len(injector.calls), 3):
+        (a, x), (b, y), (c, z) = injector.calls[i : i + 3]
+        assert (a, b, c) == ("inject", "heal", "settle") and x == y == z
+
+
+async def test_a_stop_lets_the_current_fault_finish_and_heals_it() -> None:
+    injector = RecordingInjector({"controller-1"})
+    stop = asyncio.Event()
+    schedule = [Step(0.0, "pause", "broker-1", "broker", 0.3), Step(0.0, "kill", "broker-2", "broker", 0.3)]
+    loop = asyncio.create_task(fault_loop(schedule, injector, stop))
+    await asyncio.sleep(0.1)
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+    assert injector.calls == [("inject", "broker-1"), ("heal", "broker-1"), ("settle", "broker-1")]
+
+
+async def test_a_cancelled_loop_still_heals_the_node_it_took_down() -> None:
+    injector = RecordingInjector({"controller-1"})
+    loop = asyncio.create_task(
+        fault_loop([Step(0.0, "kill", "broker-1", "broker", 30.0)], injector, asyncio.Event())
+    )
+    await asyncio.sleep(0.1)
+    loop.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await loop
+    assert injector.calls == [("inject", "broker-1"), ("heal", "broker-1")]
