@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := test,lint,spark,bench
 
-.PHONY: run test lint bench install java clean
+.PHONY: run test lint bench chaos install java clean
 
 install: $(STAMP)
 
@@ -46,6 +46,11 @@ bench: install
 	$(PY) -m bench.controlled_shutdown
 	$(PY) -m bench.control_latency
 	$(PY) -m bench.produce
+
+# A cluster of its own in .run/chaos, broken for a minute, then audited.
+chaos: install java
+	$(PY) -m chaos run --dir .run/chaos --start --duration 60
+	$(PY) -m pipeline audit --dir .run/chaos
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .hypothesis bench/results

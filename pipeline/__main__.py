@@ -1,0 +1,76 @@
+"""``python -m pipeline audit --dir DIR [--out FILE] [--run RUN_ID] [--json]``.
+
+Exit status: 0 when every check passed (or was skipped for lack of input), 1 when one failed, 2 on a
+usage error such as a directory without event logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_DIR = Path(".run") / "cluster"
+"""Where ``make run`` keeps its cluster (cluster.launcher.DEFAULT_DIR, not imported to stay fast)."""
+REPORT_FILE = "audit.json"
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m pipeline", description="PySpark audit of a cluster directory's event logs."
+    )
+    commands = top.add_subparsers(dest="command", required=True)
+    audit = commands.add_parser(
+        "audit",
+        help="check the event logs and chaos histories under DIR and write a JSON report",
+        description="Reads every events.jsonl under DIR and every DIR/chaos/*/history.jsonl, runs the "
+        "checks of docs/pipeline.md, and writes the report. Exit status 0: all passed; 1: a check "
+        "failed; 2: usage error.",
+    )
+    audit.add_argument(
+        "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
+    )
+    audit.add_argument("--out", type=Path, metavar="FILE", help=f"report path (default DIR/{REPORT_FILE})")
+    audit.add_argument("--run", metavar="RUN_ID", help="audit only this chaos run (DIR/chaos/RUN_ID)")
+    audit.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), as a return value for callers and tests
+        return exc.code if isinstance(exc.code, int) else 2
+    from pipeline.load import InputError, find_inputs
+
+    try:
+        inputs = find_inputs(args.dir, args.run)
+    except InputError as exc:
+        print(f"pipeline: {exc}", file=sys.stderr)
+        return 2
+    from pyspark import SparkContext
+
+    from pipeline.report import audit, render, write
+    from pipeline.session import local_session
+
+    owned = SparkContext._active_spark_context is None  # a caller's session (tests) is left running
+    spark = local_session()
+    try:
+        report = audit(spark, inputs, args.run)
+    finally:
+        if owned:
+            spark.stop()
+    out = args.out or inputs.root / REPORT_FILE
+    write(report, out)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        from rich.console import Console
+
+        render(report, Console(), out)
+    return 0 if report["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

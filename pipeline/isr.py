@@ -1,0 +1,179 @@
+"""KIP-841 audit: no ISR a controller writes lets in a broker that is not registered or is shutting down.
+
+The judge is the writing controller's own view, rebuilt from its log per (controller node, controller
+epoch) with as-of lookups (window functions ordered by time):
+
+* registered brokers: the ``epochs`` keys of the latest ``broker_change`` of that controller epoch.
+  ``controller_elected`` and ``failover_complete`` do not list the brokers loaded at failover, so until
+  the first ``broker_change`` of an epoch registration is unknown and only shutting down is judged;
+* shutting down: from a ``controlled_shutdown_started`` for the broker until a ``broker_change`` of the
+  same epoch lists it as dead, bounced or new. A new epoch starts with nobody shutting down, as the
+  controller clears the set at failover.
+
+Rules for each ``leader_and_isr_change`` (AlterPartition commits are among them, with reason
+``AlterPartition from broker <id>``):
+
+1. an ineligible broker that was not in the partition's previous ISR was added: a violation;
+2. an offline or controlled-shutdown election keeps only eligible brokers (the controller filters the
+   ISR for those): an ineligible member is a violation;
+3. ``replica <id> offline`` removes that replica unless it is the only member (Kafka keeps the last ISR
+   member of a leaderless partition, so that it alone can be elected cleanly when it returns).
+
+Other ineligible members carried over from the previous ISR are allowed and counted: the last member of
+a leaderless partition, a broker that died with others (each replica is removed by its own write), and a
+shutting-down leader that no other replica could replace.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline.load import ORDER
+from pipeline.result import CheckResult, from_violations, skipped, tally
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+INELIGIBLE_NEVER_IN_ISR = "ineligible_never_in_isr"
+FILTERING_ELECTIONS = ("offline election", "controlled_shutdown election")
+OFFLINE_REPLICA = r"^replica (\d+) offline$"
+POSITION = ["file", "block", "eid"]
+
+
+def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
+    """The three rules of the module docstring over every leader_and_isr_change."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    def ids(name: str) -> Column:
+        return F.coalesce(F.col(name), F.array().cast("array<bigint>"))
+
+    writes = events.filter(F.col("kind") == "leader_and_isr_change")
+    per_partition = Window.partitionBy("topic", "partition").orderBy(*ORDER)
+    writes = writes.select(
+        "ts",
+        *POSITION,
+        "node",
+        "controller_epoch",
+        "topic",
+        "partition",
+        "leader",
+        "isr",
+        "reason",
+        F.when(F.col("reason") != "new partition", F.lag("isr").over(per_partition)).alias("previous_isr"),
+    )
+    changes = events.filter(F.col("kind") == "broker_change").select(
+        "ts",
+        *POSITION,
+        "node",
+        "controller_epoch",
+        F.transform(F.map_keys("epochs"), lambda k: k.cast("bigint")).alias("registered"),
+        F.array_union(F.array_union(ids("dead"), ids("bounced")), ids("new")).alias("gone"),
+    )
+
+    # Registered brokers as of each write: the last broker_change of the same controller and epoch.
+    so_far = (
+        Window.partitionBy("node", "controller_epoch")
+        .orderBy(*ORDER)
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    viewed = (
+        writes.withColumn("write", F.lit(True))
+        .unionByName(changes.withColumn("write", F.lit(False)), allowMissingColumns=True)
+        .withColumn("registered", F.last("registered", ignorenulls=True).over(so_far))
+        .filter("write")
+        .drop("write", "gone")
+    )
+
+    # Shutting down as of each member of each written ISR: the last start or end mark for that broker.
+    members = viewed.select("*", F.explode("isr").alias("broker"), F.lit(None).cast("string").alias("mark"))
+    starts = events.filter(F.col("kind") == "controlled_shutdown_started").select(
+        "ts", *POSITION, "node", "controller_epoch", "broker", F.lit("start").alias("mark")
+    )
+    ends = changes.select(
+        "ts",
+        *POSITION,
+        "node",
+        "controller_epoch",
+        F.explode("gone").alias("broker"),
+        F.lit("end").alias("mark"),
+    )
+    per_broker = (
+        Window.partitionBy("node", "controller_epoch", "broker")
+        .orderBy(*ORDER)
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    judged = (
+        members.unionByName(starts, allowMissingColumns=True)
+        .unionByName(ends, allowMissingColumns=True)
+        .withColumn(
+            "shutting_down",
+            F.coalesce(F.last("mark", ignorenulls=True).over(per_broker) == "start", F.lit(False)),
+        )
+        .filter(F.col("mark").isNull())
+        .withColumns(
+            {
+                "unregistered": F.col("registered").isNotNull()
+                & ~F.array_contains("registered", F.col("broker")),
+                "carried": F.coalesce(F.array_contains("previous_isr", F.col("broker")), F.lit(False)),
+            }
+        )
+        .filter(F.col("unregistered") | F.col("shutting_down"))
+        .withColumn("why", F.when(F.col("unregistered"), "not registered").otherwise("shutting down"))
+    )
+    election = F.col("reason").isin(*FILTERING_ELECTIONS)
+    ineligible = judged.withColumn(
+        "rule",
+        F.when(~F.col("carried"), F.lit("ineligible broker added to the ISR")).when(
+            election, F.lit("election kept an ineligible broker in the ISR")
+        ),
+    )
+    offline = F.regexp_extract("reason", OFFLINE_REPLICA, 1)
+    kept = (
+        writes.filter(F.col("reason").rlike(OFFLINE_REPLICA))
+        .withColumn("broker", offline.cast("bigint"))
+        .filter(F.array_contains("isr", F.col("broker")) & (F.size("isr") > 1))
+        .withColumns({"rule": F.lit("offline replica kept in the ISR"), "why": F.lit("offline")})
+    )
+    columns = [
+        "ts",
+        "node",
+        "controller_epoch",
+        "topic",
+        "partition",
+        "rule",
+        "broker",
+        "why",
+        "leader",
+        "isr",
+        "previous_isr",
+        "reason",
+        "registered",
+    ]
+    # One row per ineligible member (rule null when it was allowed to stay) and per kept offline replica.
+    findings = ineligible.select(*columns).unionByName(
+        kept.select(*[c for c in columns if c != "registered"]), allowMissingColumns=True
+    )
+    violations = findings.filter(F.col("rule").isNotNull())
+    counts = tally(
+        {
+            "writes": writes,
+            "unviewed": viewed.filter(F.col("registered").isNull()),
+            "carried": findings.filter(F.col("rule").isNull()),
+            "violations": violations,
+        }
+    )
+    if not counts["writes"]:
+        return skipped(INELIGIBLE_NEVER_IN_ISR, "no leader_and_isr_change event")
+    details = {
+        "writes_before_registration_view": counts["unviewed"],
+        "ineligible_members_carried_over": counts["carried"],
+    }
+    return from_violations(
+        INELIGIBLE_NEVER_IN_ISR,
+        counts["writes"],
+        violations,
+        ["ts", "topic", "partition"],
+        details,
+        count=counts["violations"],
+    )

@@ -1,0 +1,314 @@
+"""Statistics (not verdicts): for the whole log and for each chaos run's time window.
+
+Every figure is a Spark aggregation grouped by *scope*: ``cluster`` (all daemon events) and each chaos
+run, whose window runs from its first to its last line (events and history). Daemon events count in
+every scope whose window holds them. All counts and durations come out of one aggregation of
+(scope, metric, key, value) rows, and the produce latencies out of a second; only their few result rows
+are collected. ``docs/pipeline.md`` explains how each figure is computed.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from pipeline.isr import OFFLINE_REPLICA
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+CLUSTER = "cluster"
+LASTING_FAULTS = ("kill", "pause")
+"""Faults that last until their fault_healed (or the end of the run when never healed)."""
+INSTANT_FAULT_WINDOW_S = 10.0
+"""How long a bounce or restart counts as active when no fault_healed ends it: a broker's 6 s session
+timeout, then re-registration and leader moves."""
+CONTROLLER_FAULTS = ("kill", "bounce", "restart")
+"""Faults that leave the controller node without a controller until the next election; a pause ends
+sooner when the node is resumed in time."""
+LATENCY_QUANTILES = (0.5, 0.99)
+HISTORY_COUNTS = {"produce_acked": "acked", "produce_failed": "failed", "consumed": "consumed"}
+SECONDS = ("time_without_controller_s", "fault_time_s")
+"""Metrics summed as durations; every other metric is a count."""
+CONTROL = (
+    "controller_elections",
+    "controller_gaps",
+    "time_without_controller_s",
+    "leader_elections",
+    "unclean_elections",
+    "control_request_errors",
+    "rpc_rejections",
+    "isr_expands",
+    "isr_shrinks",
+    "replicas_removed_offline",
+)
+KEYED = ("leader_elections", "control_request_errors", "rpc_rejections", "faults")
+"""Metrics reported as a map from key (reason, error, fault) to count."""
+
+
+def statistics(events: DataFrame, history: DataFrame) -> dict[str, Any]:
+    """``{"cluster": control stats, "runs": {run: workload stats with their "control" stats}}``."""
+    windows = run_windows(events, history).cache()
+    runs = sorted(r["scope"] for r in windows.collect())
+    in_runs = windows if runs else None
+    daemons = events.filter(events["run"].isNull())
+    parts = [control_metrics(scoped(daemons, in_runs)), gap_metrics(scoped(controller_gaps(events), in_runs))]
+    if runs:
+        parts += [history_metrics(history), fault_metrics(fault_windows(events, windows))]
+    measured = reduce(lambda a, b: a.unionByName(b), parts)
+    scopes: dict[str, dict[str, Any]] = {CLUSTER: empty_control()}
+    for run in runs:
+        scopes[run] = empty_workload() | {"control": empty_control()}
+    for row in measured.groupBy("scope", "metric", "key").agg({"value": "sum"}).collect():
+        stats = scopes[row["scope"]]
+        target = stats if row["metric"] not in CONTROL or row["scope"] == CLUSTER else stats["control"]
+        value = round(row["sum(value)"], 3) if row["metric"] in SECONDS else int(row["sum(value)"])
+        if row["metric"] in KEYED:
+            target[row["metric"]][row["key"]] = value
+        else:
+            target[row["metric"]] = value
+    if runs:
+        for row in latencies(history, fault_windows(events, windows)):
+            scopes[row["run"]]["produce_latency_ms"][row["phase"]] = {
+                "count": row["count"],
+                "p50": row["q"][0],
+                "p99": row["q"][1],
+                "max": row["max"],
+            }
+    windows.unpersist()
+    return {CLUSTER: scopes.pop(CLUSTER), "runs": scopes}
+
+
+def empty_control() -> dict[str, Any]:
+    return {name: {} if name in KEYED else 0.0 if name in SECONDS else 0 for name in CONTROL}
+
+
+def empty_workload() -> dict[str, Any]:
+    empty = {"count": 0, "p50": None, "p99": None, "max": None}
+    return {
+        "acked": 0,
+        "failed": 0,
+        "consumed": 0,
+        "faults": {},
+        "fault_time_s": 0.0,
+        "produce_latency_ms": {"all": dict(empty), "during_fault": dict(empty), "no_fault": dict(empty)},
+    }
+
+
+def run_windows(events: DataFrame, history: DataFrame) -> DataFrame:
+    """(scope, start, end) per chaos run: its first and last line in either of its files."""
+    from pyspark.sql import functions as F
+
+    chaos = events.filter(F.col("run").isNotNull()).select("run", "ts")
+    lines = chaos.unionByName(history.select("run", "ts"))
+    return lines.groupBy(F.col("run").alias("scope")).agg(
+        F.min("ts").alias("start"), F.max("ts").alias("end")
+    )
+
+
+def scoped(df: DataFrame, windows: DataFrame | None) -> DataFrame:
+    """Each row once under ``cluster`` and once more under every run whose window holds its ``ts``."""
+    from pyspark.sql import functions as F
+
+    everything = df.withColumn("scope", F.lit(CLUSTER))
+    if windows is None:
+        return everything
+    inside = df.join(F.broadcast(windows), (df["ts"] >= windows["start"]) & (df["ts"] <= windows["end"]))
+    return everything.unionByName(inside.drop("start", "end"))
+
+
+def measurement(
+    condition: Column, name: str, key: Column | None = None, value: Column | None = None
+) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.when(
+        condition,
+        F.struct(
+            F.lit(name).alias("metric"),
+            (key if key is not None else F.lit("")).alias("key"),
+            (value if value is not None else F.lit(1.0)).cast("double").alias("value"),
+        ),
+    )
+
+
+def exploded(df: DataFrame, measurements: list[Column]) -> DataFrame:
+    """(scope, metric, key, value) rows: each row of ``df`` yields the measurements whose condition holds
+    (an unclean election counts as an election and as unclean)."""
+    from pyspark.sql import functions as F
+
+    chosen = F.filter(F.array(*measurements), lambda m: m.isNotNull())
+    return df.select("scope", F.explode(chosen).alias("m")).select("scope", "m.metric", "m.key", "m.value")
+
+
+def control_metrics(events: DataFrame) -> DataFrame:
+    """Elections, leader elections by reason, unclean elections, refused control requests and RPCs by
+    error, ISR expansions and shrinks the brokers saw committed, and replicas the controller took out of
+    an ISR when they went offline."""
+    from pyspark.sql import functions as F
+
+    kind, reason, error = F.col("kind"), F.col("reason"), F.col("error")
+    write = kind == "leader_and_isr_change"
+    isr_changed = kind == "isr_changed"
+    removed = F.regexp_extract(reason, OFFLINE_REPLICA, 1)
+    return exploded(
+        events,
+        [
+            measurement(kind == "controller_elected", "controller_elections"),
+            measurement(write & reason.endswith(" election"), "leader_elections", reason),
+            measurement(write & F.coalesce(F.col("unclean"), F.lit(False)), "unclean_elections"),
+            measurement(
+                (kind == "control_request_handled") & (error != "NONE"), "control_request_errors", error
+            ),
+            measurement(kind == "rpc_rejected", "rpc_rejections", F.concat_ws(" ", "api", "error")),
+            measurement(isr_changed & (F.size("isr") > F.size("previous_isr")), "isr_expands"),
+            measurement(isr_changed & (F.size("isr") < F.size("previous_isr")), "isr_shrinks"),
+            measurement(
+                write & (removed != "") & ~F.array_contains("isr", removed.cast("bigint")),
+                "replicas_removed_offline",
+            ),
+        ],
+    )
+
+
+def controller_gaps(events: DataFrame) -> DataFrame:
+    """Spans without an active controller: (ts = start, closed = end).
+
+    A span starts when the active controller (the node of the latest controller_elected) resigns, or
+    when a chaos fault kills, bounces, restarts or pauses its node. It ends at the next election, or,
+    for a pause, when the node is resumed if that comes first: a controller resumed within its session
+    timeout is still the controller. Starts with the same end are merged into one span. Without chaos
+    events, a controller that is killed leaves no start in the log, and its span is not counted.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    kind, fault = F.col("kind"), F.col("fault")
+    on_controller = F.col("role") == "controller"
+    marks = F.when(kind == "controller_elected", "elected").when(kind == "controller_resigned", "resigned")
+    marks = marks.when((kind == "fault_injected") & on_controller & (fault == "pause"), "paused")
+    marks = marks.when((kind == "fault_injected") & on_controller & fault.isin(*CONTROLLER_FAULTS), "fault")
+    marks = marks.when((kind == "fault_healed") & on_controller & (fault == "pause"), "resumed")
+    node = F.when(kind.startswith("fault_"), F.col("target")).otherwise(F.col("node"))
+    timeline = events.select("ts", node.alias("node"), marks.alias("mark")).filter(F.col("mark").isNotNull())
+    mark = F.col("mark")
+    before = Window.orderBy("ts").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    after = Window.orderBy("ts").rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    node_after = (
+        Window.partitionBy("node").orderBy("ts").rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    )
+    marked = timeline.select(
+        "ts",
+        "node",
+        "mark",
+        F.last(F.when(mark == "elected", F.col("node")), ignorenulls=True).over(before).alias("active"),
+        F.first(F.when(mark == "elected", F.col("ts")), ignorenulls=True).over(after).alias("elected"),
+        F.first(F.when(mark == "resumed", F.col("ts")), ignorenulls=True).over(node_after).alias("resumed"),
+    )
+    starts = marked.filter(mark.isin("resigned", "fault", "paused") & (F.col("node") == F.col("active")))
+    closed = F.when(mark == "paused", F.least("elected", "resumed")).otherwise(F.col("elected"))
+    return starts.groupBy(closed.alias("closed")).agg(F.min("ts").alias("ts"))
+
+
+def gap_metrics(gaps: DataFrame) -> DataFrame:
+    """Closed spans, by the scope of their start; a span still open at the end (a stopped cluster) is
+    not counted."""
+    from pyspark.sql import functions as F
+
+    seconds = (F.unix_micros("closed") - F.unix_micros("ts")) / 1e6
+    return exploded(
+        gaps.filter(F.col("closed").isNotNull()),
+        [
+            measurement(F.lit(True), "controller_gaps"),
+            measurement(F.lit(True), "time_without_controller_s", value=seconds),
+        ],
+    )
+
+
+def history_metrics(history: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    kinds = list(HISTORY_COUNTS.items())
+    return exploded(
+        history.withColumn("scope", F.col("run")),
+        [measurement(F.col("kind") == kind, name) for kind, name in kinds],
+    )
+
+
+def fault_windows(events: DataFrame, windows: DataFrame) -> DataFrame:
+    """(run, fault, start, end) per injected fault: until the first fault_healed of the same fault on the
+    same target; a kill or pause never healed lasts to the run's end, a bounce or restart
+    INSTANT_FAULT_WINDOW_S. ``resume`` undoes a pause and opens no window."""
+    from pyspark.sql import functions as F
+
+    chaos = events.filter(F.col("run").isNotNull())
+    injected = chaos.filter((F.col("kind") == "fault_injected") & (F.col("fault") != "resume")).select(
+        "run", "target", "fault", F.col("ts").alias("start")
+    )
+    healed = chaos.filter(F.col("kind") == "fault_healed").select(
+        F.col("run").alias("h_run"),
+        F.col("target").alias("h_target"),
+        F.col("fault").alias("h_fault"),
+        F.col("ts").alias("healed"),
+    )
+    same = (
+        (F.col("run") == F.col("h_run"))
+        & (F.col("target") == F.col("h_target"))
+        & (F.col("fault") == F.col("h_fault"))
+        & (F.col("healed") >= F.col("start"))
+    )
+    matched = (
+        injected.join(healed, same, "left")
+        .groupBy("run", "target", "fault", "start")
+        .agg(F.min("healed").alias("healed"))
+    )
+    run_end = windows.select(F.col("scope").alias("run"), F.col("end").alias("run_end"))
+    instant_end = F.timestamp_micros(F.unix_micros("start") + int(INSTANT_FAULT_WINDOW_S * 1e6))
+    lasting_end = F.when(F.col("fault").isin(*LASTING_FAULTS), F.col("run_end")).otherwise(instant_end)
+    return matched.join(run_end, "run", "left").select(
+        "run", "fault", "start", F.coalesce("healed", lasting_end).alias("end")
+    )
+
+
+def fault_metrics(faults: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    seconds = (F.unix_micros("end") - F.unix_micros("start")) / 1e6
+    return exploded(
+        faults.withColumn("scope", F.col("run")),
+        [
+            measurement(F.lit(True), "faults", F.col("fault")),
+            measurement(F.lit(True), "fault_time_s", value=seconds),
+        ],
+    )
+
+
+def latencies(history: DataFrame, faults: DataFrame) -> list[Any]:
+    """Produce latency per run: overall, while a fault was active and while none was. A record counts as
+    sent during a fault when its produce call (ack time minus latency) to its acknowledgement overlaps a
+    fault window."""
+    from pyspark.sql import functions as F
+
+    acked = history.filter(F.col("kind") == "produce_acked").select(
+        "run",
+        "ts",
+        "latency_ms",
+        F.timestamp_micros(F.unix_micros("ts") - (F.col("latency_ms") * 1000).cast("bigint")).alias("sent"),
+    )
+    # Renamed: history and chaos events descend from one parsed DataFrame, and a join of two of its
+    # descendants on same-named columns would be ambiguous.
+    windows = faults.select(*[F.col(c).alias("f_" + c) for c in ("run", "start", "end")])
+    overlap = (
+        (F.col("run") == F.col("f_run"))
+        & (F.col("f_start") <= F.col("ts"))
+        & (F.col("f_end") >= F.col("sent"))
+    )
+    during = acked.join(windows, overlap, "left_semi").withColumn("phase", F.lit("during_fault"))
+    outside = acked.join(windows, overlap, "left_anti").withColumn("phase", F.lit("no_fault"))
+    phases = acked.withColumn("phase", F.lit("all")).unionByName(during).unionByName(outside)
+    quantiles = F.percentile_approx("latency_ms", list(LATENCY_QUANTILES), 10000)
+    return (
+        phases.groupBy("run", "phase")
+        .agg(F.count(F.lit(1)).alias("count"), quantiles.alias("q"), F.max("latency_ms").alias("max"))
+        .collect()
+    )

@@ -1,0 +1,115 @@
+"""Workload audits over the chaos runs' histories: nothing acknowledged is lost or duplicated.
+
+Values are unique per run and the producer uses acks=all, so an acknowledged value must show up in the
+run's final read exactly once, at the offset its acknowledgement named. The final read happens after the
+faults are healed; a run without it (no ``consumed`` line and no ``run_finished``) is reported as
+incomplete and left out of the loss check, since everything would look lost.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline.result import CheckResult, from_violations, skipped, tally
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+NO_LOSS = "workload_no_loss"
+NO_DUPLICATES = "workload_no_duplicates"
+PLACE = ["topic", "partition", "offset"]
+
+
+def workload_no_loss(history: DataFrame, events: DataFrame) -> CheckResult:
+    """Every produce_acked value of a completed run was consumed."""
+    from pyspark.sql import functions as F
+
+    consumed = history.filter(F.col("kind") == "consumed")
+    finished = events.filter(F.col("run").isNotNull() & (F.col("kind") == "run_finished"))
+    per_run = history.groupBy("run").agg(F.count(F.when(F.col("kind") == "consumed", True)).alias("consumed"))
+    runs = per_run.join(finished.select("run").distinct().withColumn("finished", F.lit(True)), "run", "left")
+    complete, incomplete = [], []
+    for row in runs.collect():
+        (complete if row["finished"] or row["consumed"] else incomplete).append(row["run"])
+    if not complete and not incomplete:
+        return skipped(NO_LOSS, "no chaos run history")
+    details: dict[str, object] = {"runs": sorted(complete + incomplete)}
+    if incomplete:
+        details["incomplete_runs"] = sorted(incomplete)
+    if not complete:
+        return skipped(NO_LOSS, "no run reached its final read", details)
+    acked = history.filter((F.col("kind") == "produce_acked") & F.col("run").isin(*complete))
+    lost = acked.join(consumed.select("run", "value"), ["run", "value"], "left_anti").select(
+        "run", "value", *PLACE, F.col("ts").alias("acked_at"), "latency_ms"
+    )
+    counts = tally({"acked": acked, "lost": lost})
+    result = from_violations(
+        NO_LOSS, counts["acked"], lost, ["run", "acked_at"], details, count=counts["lost"]
+    )
+    if result.violations:
+        result.details["lost_by_run"] = {r["run"]: r["count"] for r in lost.groupBy("run").count().collect()}
+    return result
+
+
+def workload_no_duplicates(history: DataFrame) -> CheckResult:
+    """No value consumed at two places, no place consumed with two values, and no acknowledged place
+    holding another value.
+
+    One duplicate is the client's, not the cluster's: librdkafka resends the unanswered requests of a
+    broker that left the metadata (a leader paused past its session timeout) to the new leader, even
+    with retries off, and a batch the old leader had appended and replicated survives beside the
+    resent copy. Such a value has every copy in one partition and, when acknowledged, the
+    acknowledged copy last; it is counted as ``resent`` in the details, as ``chaos/verdict.py``
+    does, and is not a violation."""
+    from pyspark.sql import functions as F
+
+    consumed = history.filter(F.col("kind") == "consumed")
+    place = F.struct(*PLACE)
+    acked = history.filter(F.col("kind") == "produce_acked").select(
+        "run", *PLACE, F.col("value").alias("acked_value")
+    )
+    copies = (
+        consumed.filter(F.col("value").isNotNull())  # a record without a value is no produced value
+        .groupBy("run", "value")
+        .agg(
+            F.sort_array(F.collect_set(place)).alias("places"),
+            F.countDistinct("topic", "partition").alias("partitions"),
+        )
+        .filter(F.size("places") > 1)
+    )
+    acked_place = acked.select("run", F.col("acked_value").alias("value"), F.struct(*PLACE).alias("acked"))
+    resent_rule = (F.col("partitions") == 1) & (
+        F.col("acked").isNull() | (F.col("acked") == F.element_at("places", -1))
+    )
+    judged = copies.join(acked_place, ["run", "value"], "left").withColumn("resent", resent_rule)
+    resent = judged.filter(F.col("resent"))
+    twice = (
+        judged.filter(~F.col("resent"))
+        .drop("resent", "acked", "partitions")
+        .withColumn("rule", F.lit("value consumed at more than one place"))
+    )
+    divergent = (
+        consumed.groupBy("run", *PLACE)
+        .agg(F.sort_array(F.collect_set("value")).alias("values"))
+        .filter(F.size("values") > 1)
+        .withColumn("rule", F.lit("one place consumed with several values"))
+    )
+    elsewhere = (
+        acked.join(consumed.select("run", *PLACE, "value"), ["run", *PLACE])
+        .filter(F.col("acked_value") != F.col("value"))
+        .withColumn("rule", F.lit("acknowledged place holds another value"))
+    )
+    violations = twice.unionByName(divergent, allowMissingColumns=True).unionByName(
+        elsewhere, allowMissingColumns=True
+    )
+    counts = tally({"consumed": consumed, "violations": violations, "resent": resent})
+    if not counts["consumed"]:
+        return skipped(NO_DUPLICATES, "no consumed record")
+    return from_violations(
+        NO_DUPLICATES,
+        counts["consumed"],
+        violations,
+        ["run", "rule", "value", "topic", "partition"],
+        {"resent": counts["resent"]},
+        count=counts["violations"],
+    )

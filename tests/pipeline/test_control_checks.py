@@ -1,0 +1,216 @@
+"""The control-plane checks pass on a healthy cluster's log and catch each crafted violation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pipeline.checks import broker_epochs_increase, one_controller_per_epoch, stale_requests_rejected
+from pipeline.isr import ineligible_never_in_isr
+from tests.pipeline.conftest import ClusterLog, healthy_cluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from pipeline.load import Logs
+
+Read = Callable[[ClusterLog], "Logs"]
+
+
+@pytest.fixture(scope="module")
+def healthy(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logs]:
+    from pipeline.load import find_inputs, load
+
+    log = ClusterLog(tmp_path_factory.mktemp("healthy"))
+    healthy_cluster(log)
+    logs = load(spark, find_inputs(log.root))
+    yield logs
+    logs.release()
+
+
+def broken(log: ClusterLog, damage: Callable[[ClusterLog], None]) -> ClusterLog:
+    healthy_cluster(log)
+    damage(log)
+    return log
+
+
+# -- one controller per epoch
+
+
+def test_a_healthy_log_has_one_controller_per_epoch(healthy: Logs) -> None:
+    result = one_controller_per_epoch(healthy.events)
+    assert (result.verdict, result.checked, result.violations) == ("passed", 2, 0)
+
+
+def test_an_epoch_won_twice_a_falling_epoch_and_a_usurped_epoch_fail(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    def damage(log: ClusterLog) -> None:
+        for epoch in (2, 1):
+            log.emit("controller-1", "controller_elected", controller_id=1, controller_epoch=epoch)
+        log.isr_write("controller-2", 1, 0, 1, [1], "preferred election")
+
+    result = one_controller_per_epoch(read(broken(cluster_log, damage)).events)
+    assert (result.verdict, result.violations) == ("failed", 4)
+    by_rule: dict[str, list[dict[str, object]]] = {}
+    for example in result.examples:
+        by_rule.setdefault(str(example.pop("rule")), []).append(example)
+    twice = [(e["controller_epoch"], e["nodes"]) for e in by_rule["epoch won more than once"]]
+    assert twice == [(1, ["controller-1", "controller-1"]), (2, ["controller-1", "controller-2"])]
+    (falling,) = by_rule["epoch lower than the previous election's"]
+    assert falling | {"ts": None} == {
+        "ts": None,
+        "node": "controller-1",
+        "controller_epoch": 1,
+        "previous_epoch": 2,
+        "previous_node": "controller-1",
+    }
+    (usurped,) = by_rule["acted with an epoch another controller won"]
+    assert (usurped["node"], usurped["controller_epoch"], usurped["nodes"]) == (
+        "controller-2",
+        1,
+        ["controller-1"],
+    )
+    assert usurped["kinds"] == ["leader_and_isr_change"]
+
+
+# -- broker epochs (KIP-380)
+
+
+def test_a_healthy_log_has_rising_broker_epochs(healthy: Logs) -> None:
+    result = broker_epochs_increase(healthy.events)
+    assert (result.verdict, result.checked, result.violations) == ("passed", 6, 0)
+
+
+def test_a_registration_without_a_higher_epoch_fails(cluster_log: ClusterLog, read: Read) -> None:
+    def damage(log: ClusterLog) -> None:
+        log.registered(2, 30, previous=30)  # the same czxid again
+        log.broker_change("controller-2", 2, {2: 25}, bounced=(2,), previous={2: 30})
+
+    result = broker_epochs_increase(read(broken(cluster_log, damage)).events)
+    assert result.verdict == "failed"
+    rules = {e["rule"]: e for e in result.examples}
+    assert rules.keys() == {
+        "registered without a higher epoch",
+        "bounce without a higher epoch",
+        "a controller saw the epoch go back",
+    }
+    registration = rules["registered without a higher epoch"]
+    assert (
+        registration["node"],
+        registration["broker_epoch"],
+        registration["previous_registration_epoch"],
+    ) == (
+        "broker-2",
+        30,
+        30,
+    )
+    bounce = rules["bounce without a higher epoch"]
+    assert (bounce["broker"], bounce["broker_epoch"], bounce["previous_epoch"]) == (2, 25, 30)
+
+
+# -- stale requests (KIP-380, seed 002)
+
+
+def test_a_healthy_log_refuses_exactly_the_stale_requests(healthy: Logs) -> None:
+    result = stale_requests_rejected(healthy.events)
+    assert (result.verdict, result.checked, result.violations) == ("passed", 7, 0)
+    assert result.details == {"stale_refused": 1, "without_epochs": 0}
+
+
+def test_stale_requests_accepted_and_current_ones_refused_fail(cluster_log: ClusterLog, read: Read) -> None:
+    crafted: list[tuple[dict[str, Any], str]] = [
+        ({"max_broker_epoch": 10, "error": "NONE"}, "stale request accepted"),
+        ({"max_broker_epoch": -1, "error": "NONE"}, "stale request accepted"),  # seed 002: -1 is stale
+        ({"broker_epoch": 12, "error": "NONE"}, "stale request accepted"),
+        ({"max_broker_epoch": 50, "error": "STALE_BROKER_EPOCH"}, "current request refused as stale"),
+        ({"broker_epoch": -1, "error": "STALE_BROKER_EPOCH"}, "current request refused as stale"),  # KIP-380
+    ]
+
+    def damage(log: ClusterLog) -> None:
+        for fields, _ in crafted:
+            log.handled(3, 50, **fields)
+
+    result = stale_requests_rejected(read(broken(cluster_log, damage)).events)
+    assert (result.verdict, result.violations) == ("failed", 5)
+    assert [(e["rule"], e["error"], e["broker_epoch_now"]) for e in result.examples] == [
+        (rule, fields["error"], 50) for fields, rule in crafted
+    ]
+    assert [e.get("max_broker_epoch", e.get("broker_epoch")) for e in result.examples] == [
+        fields.get("max_broker_epoch", fields.get("broker_epoch")) for fields, _ in crafted
+    ]
+
+
+# -- ineligible replicas (KIP-841)
+
+
+def test_a_healthy_log_never_lets_an_ineligible_broker_into_an_isr(healthy: Logs) -> None:
+    result = ineligible_never_in_isr(healthy.events)
+    assert (result.verdict, result.checked, result.violations) == ("passed", 15, 0)
+    # controller-2's first write comes before its first broker_change; the last ISR member of a
+    # leaderless partition stays, as in Kafka
+    assert result.details == {"writes_before_registration_view": 1, "ineligible_members_carried_over": 1}
+
+
+def test_ineligible_brokers_let_into_an_isr_fail(cluster_log: ClusterLog, read: Read) -> None:
+    def damage(log: ClusterLog) -> None:
+        c1 = "controller-1"
+        log.elected(c1, 3)  # no broker_change yet: only shutting down can be judged
+        log.shutdown_started(c1, 3, 2, 62)
+        log.isr_write(c1, 3, 0, 1, [1, 2], "AlterPartition from broker 1", partition_epoch=8)
+        log.isr_write(c1, 3, 0, 2, [2, 1], "offline election", partition_epoch=9)
+        log.broker_change(c1, 3, {1: 60, 2: 62}, new=(1, 2))
+        log.isr_write(c1, 3, 1, 1, [1, 3], "AlterPartition from broker 1", partition_epoch=8)
+        log.isr_write(c1, 3, 1, 1, [1, 3], "replica 3 offline", partition_epoch=9)
+
+    result = ineligible_never_in_isr(read(broken(cluster_log, damage)).events)
+    assert (result.verdict, result.violations) == ("failed", 4)
+    added, kept_by_election, dead_added, offline_kept = result.examples
+    assert (added["rule"], added["partition"], added["broker"], added["why"]) == (
+        "ineligible broker added to the ISR",
+        0,
+        2,
+        "shutting down",
+    )
+    assert "registered" not in added, "registration unknown before the epoch's first broker_change"
+    assert (kept_by_election["rule"], kept_by_election["broker"], kept_by_election["reason"]) == (
+        "election kept an ineligible broker in the ISR",
+        2,
+        "offline election",
+    )
+    assert dead_added | {"ts": None} == {
+        "ts": None,
+        "node": "controller-1",
+        "controller_epoch": 3,
+        "topic": "demo",
+        "partition": 1,
+        "rule": "ineligible broker added to the ISR",
+        "broker": 3,
+        "why": "not registered",
+        "leader": 1,
+        "isr": [1, 3],
+        "previous_isr": [1],
+        "reason": "AlterPartition from broker 1",
+        "registered": [1, 2],
+    }
+    assert (offline_kept["rule"], offline_kept["broker"], offline_kept["isr"]) == (
+        "offline replica kept in the ISR",
+        3,
+        [1, 3],
+    )
+
+
+def test_the_checks_skip_a_log_without_their_events(cluster_log: ClusterLog, read: Read) -> None:
+    cluster_log.emit("broker-1", "logs_loaded", logs=0, seconds=0.0, log_dir="/tmp")
+    events = read(cluster_log).events
+    for check in (
+        one_controller_per_epoch,
+        broker_epochs_increase,
+        stale_requests_rejected,
+        ineligible_never_in_isr,
+    ):
+        result = check(events)
+        assert (result.verdict, result.passed) == ("skipped", True), check.__name__
+        assert result.details["skipped"]
