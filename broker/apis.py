@@ -28,7 +28,6 @@ from protocol import (
     ApiKey,
     ErrorCode,
     ProtocolError,
-    RequestHeader,
     UnsupportedVersionError,
     encode_response,
     epoch_field,
@@ -130,6 +129,7 @@ class KafkaApis:
             return Close(f"malformed {ApiKey(header.api_key).name} v{header.api_version} request: {exc}")
         control = header.api_key in CONTROL_APIS
         if control:
+            request.own_epoch = self.identity.epoch
             self._received(request, body)
         started = time.monotonic()
         reply = handler(request, body)
@@ -171,12 +171,14 @@ class KafkaApis:
 
     # -- control requests
 
-    def _stale_epoch(self, header: RequestHeader, body: dict[str, Any]) -> bool:
-        return broker_epoch_is_stale(header.api_key, header.api_version, body, self.identity.epoch)
+    @staticmethod
+    def _stale_epoch(request: Request, body: dict[str, Any]) -> bool:
+        header = request.header
+        return broker_epoch_is_stale(header.api_key, header.api_version, body, request.own_epoch)
 
     def _leader_and_isr(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
         header = request.header
-        if self._stale_epoch(header, body):
+        if self._stale_epoch(request, body):
             errors = [
                 {"topic_name": t["topic_name"], "partition_index": s["partition_index"], "error_code": 77}
                 for t in body["topic_states"]
@@ -186,8 +188,7 @@ class KafkaApis:
         return self.replica_manager.become_leader_or_follower(body, header.correlation_id)
 
     def _update_metadata(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-        header = request.header
-        if self._stale_epoch(header, body):
+        if self._stale_epoch(request, body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
         if not self.replica_manager.accept_controller_epoch(body["controller_epoch"]):
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
@@ -197,20 +198,21 @@ class KafkaApis:
         return {"error_code": ErrorCode.NONE}
 
     def _stop_replica(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-        header = request.header
-        if self._stale_epoch(header, body):
+        if self._stale_epoch(request, body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
         return self.replica_manager.stop_replicas(body)
 
     # -- event log
 
-    def _epochs(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _epochs(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        header = request.header
         field = epoch_field(ApiKey(header.api_key), header.api_version)
         return {
             "controller_id": body["controller_id"],
             "controller_epoch": body["controller_epoch"],
             field: body[field],
-            "broker_epoch_now": self.identity.epoch,
+            "broker_epoch_now": request.own_epoch,
         }
 
     def _received(self, request: Request, body: dict[str, Any]) -> None:
@@ -222,7 +224,7 @@ class KafkaApis:
             correlation_id=header.correlation_id,
             listener=request.listener,
             queue_ms=round((request.dequeued_at - request.received_at) * 1000, 3),
-            **self._epochs(header, body),
+            **self._epochs(request, body),
         )
 
     def _handled(
@@ -240,7 +242,7 @@ class KafkaApis:
             partition_errors=len(partition_errors),
             queue_ms=round((request.dequeued_at - request.received_at) * 1000, 3),
             handle_ms=round((time.monotonic() - started) * 1000, 3),
-            **self._epochs(header, body),
+            **self._epochs(request, body),
         )
         if error in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH):
             log.warning(
@@ -251,5 +253,5 @@ class KafkaApis:
                 body["controller_id"],
                 body["controller_epoch"],
                 error.name,
-                self.identity.epoch,
+                request.own_epoch,
             )

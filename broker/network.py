@@ -73,6 +73,9 @@ class Request:
     """Set once a handler has returned, even if the answer waits on (a purgatory) for longer."""
     dequeued_at: float = 0.0
     handled_at: float = 0.0
+    own_epoch: int = -1
+    """Control requests: this broker's epoch when the request was judged, read once so that the
+    decision and its event-log line agree even if a re-registration happens meanwhile."""
 
 
 def _ready_probe(poller: select.epoll) -> Callable[[], bool]:
