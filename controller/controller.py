@@ -406,6 +406,12 @@ class Controller:
     async def _load_context(self) -> None:
         ctx = self.context
         ctx.brokers = await self.store.brokers(watch=self._watch_brokers, data_watch=self._watch_broker)
+        # The view every failover decision is made with; broker_change lines carry it on from here.
+        self.event_log.emit(
+            "brokers_loaded",
+            controller_epoch=ctx.epoch,
+            epochs={str(b): info.epoch for b, info in sorted(ctx.brokers.items())},
+        )
         topics = await self.store.topics(watch=self._watch_topics)
         await self._add_topics(topics)
         partitions = list(ctx.all_partitions())

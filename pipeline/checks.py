@@ -20,6 +20,7 @@ BROKER_EPOCHS = "broker_epochs_increase"
 STALE_REQUESTS = "stale_requests_rejected"
 
 ACTIVE_CONTROLLER_KINDS = (
+    "brokers_loaded",
     "failover_complete",
     "broker_change",
     "leader_and_isr_change",

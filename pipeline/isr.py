@@ -3,9 +3,10 @@
 The judge is the writing controller's own view, rebuilt from its log per (controller node, controller
 epoch) with as-of lookups (window functions ordered by time):
 
-* registered brokers: the ``epochs`` keys of the latest ``broker_change`` of that controller epoch.
-  ``controller_elected`` and ``failover_complete`` do not list the brokers loaded at failover, so until
-  the first ``broker_change`` of an epoch registration is unknown and only shutting down is judged;
+* registered brokers: the ``epochs`` keys of the latest ``brokers_loaded`` (failover's view, written
+  before any failover decision) or ``broker_change`` of that controller epoch. Logs from before
+  ``brokers_loaded`` existed lack the failover view, so until their first ``broker_change`` of an
+  epoch registration is unknown and only shutting down is judged;
 * shutting down: from a ``controlled_shutdown_started`` for the broker until a ``broker_change`` of the
   same epoch lists it as dead, bounced or new. A new epoch starts with nobody shutting down, as the
   controller clears the set at failover.
@@ -62,7 +63,7 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         "reason",
         F.when(F.col("reason") != "new partition", F.lag("isr").over(per_partition)).alias("previous_isr"),
     )
-    changes = events.filter(F.col("kind") == "broker_change").select(
+    changes = events.filter(F.col("kind").isin("brokers_loaded", "broker_change")).select(
         "ts",
         *POSITION,
         "node",
@@ -71,7 +72,7 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         F.array_union(F.array_union(ids("dead"), ids("bounced")), ids("new")).alias("gone"),
     )
 
-    # Registered brokers as of each write: the last broker_change of the same controller and epoch.
+    # Registered brokers as of each write: the last view of the same controller and epoch.
     so_far = (
         Window.partitionBy("node", "controller_epoch")
         .orderBy(*ORDER)

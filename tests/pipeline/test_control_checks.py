@@ -214,3 +214,21 @@ def test_the_checks_skip_a_log_without_their_events(cluster_log: ClusterLog, rea
         result = check(events)
         assert (result.verdict, result.passed) == ("skipped", True), check.__name__
         assert result.details["skipped"]
+
+
+def test_failover_decisions_are_judged_with_the_brokers_failover_loaded(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    """brokers_loaded is the controller's view from failover on: an election during failover that
+    lets in an unregistered broker is caught before any broker_change."""
+    c1 = "controller-1"
+    cluster_log.elected(c1, 4)
+    cluster_log.emit(c1, "brokers_loaded", controller_epoch=4, epochs={"1": 60, "2": 62})
+    cluster_log.isr_write(c1, 4, 0, 1, [1, 2], "new partition", partition_epoch=0)
+    cluster_log.isr_write(c1, 4, 1, 1, [1, 3], "new partition", partition_epoch=0)
+    result = ineligible_never_in_isr(read(cluster_log).events)
+    assert (result.verdict, result.violations) == ("failed", 1)
+    (example,) = result.examples
+    assert (example["partition"], example["broker"], example["why"]) == (1, 3, "not registered")
+    assert example["registered"] == [1, 2]
+    assert result.details.get("writes_before_registration_view", 0) == 0
