@@ -1,8 +1,9 @@
 """The JSON-lines event log both daemons write: one object per line with ``ts``, ``node`` and ``kind``.
 
-It is the input of the PySpark audit and of the chaos checker, so every line is flushed as it is
-written (a killed daemon loses nothing it already reported) and writes from several threads never
-interleave. ``docs/events.md`` lists the kinds and their fields.
+It is the input of the PySpark audit (``pipeline/``) and of the live view, and chaos runs write their
+faults and workload histories with it too. So every line is flushed as it is written (a killed daemon
+loses nothing it already reported), and writes from several threads never interleave.
+``docs/events.md`` lists the kinds and their fields.
 """
 
 from __future__ import annotations
