@@ -11,10 +11,12 @@ import logging
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
+from cluster import launcher
 from zkstore.local_server import ZooKeeperServer
 
 log = logging.getLogger(__name__)
@@ -82,3 +84,12 @@ def zk_client(zk_connect: str) -> Iterator[KazooClient]:
     finally:
         client.stop()
         client.close()
+
+
+@pytest.fixture
+def directory(tmp_path: Path) -> Iterator[Path]:
+    """Where a test's local cluster (``cluster.launcher.up``) lives; whatever the test started there
+    is stopped afterwards."""
+    yield tmp_path / "cluster"
+    if launcher.state_path(tmp_path / "cluster").exists():
+        launcher.down(tmp_path / "cluster")

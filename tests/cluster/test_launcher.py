@@ -4,31 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cluster import launcher
+from tests.local_cluster import events
 from tests.zkstore.helpers import wait_until
 from zkstore.local_server import server_mode
 
 pytestmark = pytest.mark.zookeeper
-
-
-def events(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    path = Path(entry["events"])
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-@pytest.fixture
-def directory(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "cluster"
-    if launcher.state_path(tmp_path / "cluster").exists():
-        launcher.down(tmp_path / "cluster")
 
 
 async def test_up_writes_what_later_commands_need_and_down_stops_in_order(directory: Path) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from cluster import launcher
 from pipeline.__main__ import main
+from tests.local_cluster import events
 from tests.zkstore.helpers import wait_until
 
 if TYPE_CHECKING:
@@ -26,20 +26,6 @@ CONTROL_PLANE = (
     "stale_requests_rejected",
     "ineligible_never_in_isr",
 )
-
-
-def events(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    path = Path(entry["events"])
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-@pytest.fixture
-def directory(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "cluster"
-    if launcher.state_path(tmp_path / "cluster").exists():
-        launcher.down(tmp_path / "cluster")
 
 
 async def test_the_audit_of_a_real_cluster_passes_every_control_plane_check(
