@@ -11,7 +11,6 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from confluent_kafka import KafkaException
 from kazoo.exceptions import KazooException
@@ -26,6 +25,7 @@ from chaos.verdict import judge, read_lines
 from cluster import launcher
 from cluster.admin import AdminError
 from cluster.admin_cli import print_table
+from cluster.lifecycle_cli import add_dir_option, fail
 
 SHOWN = 5
 """Values shown per problem in the summary; history.jsonl has them all."""
@@ -62,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     go = commands.add_parser("run", help="one chaos run against the cluster in --dir")
-    _dir(go)
+    add_dir_option(go)
     go.add_argument(
         "--duration", type=_positive(float), default=60.0, help="seconds of faults and produce (60)"
     )
@@ -91,23 +91,9 @@ def parser() -> argparse.ArgumentParser:
     )
     go.set_defaults(handler=run_command)
     listing = commands.add_parser("list", help="the chaos runs recorded under --dir")
-    _dir(listing)
+    add_dir_option(listing)
     listing.set_defaults(handler=list_command)
     return top
-
-
-def _dir(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=launcher.DEFAULT_DIR,
-        help=f"the cluster's directory ({launcher.DEFAULT_DIR})",
-    )
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 1
 
 
 def _logging() -> None:
@@ -144,9 +130,9 @@ def run_command(args: argparse.Namespace) -> int:
             started = True
         result = asyncio.run(run(config))
     except (ChaosError, launcher.ClusterError, AdminError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except (KazooException, KafkaException) as exc:
-        return _fail(f"{type(exc).__name__}: {exc}")
+        return fail(f"{type(exc).__name__}: {exc}")
     except KeyboardInterrupt:
         return 130
     finally:

@@ -21,7 +21,7 @@ from cluster import launcher
 
 def register(commands: Any) -> None:
     up = commands.add_parser("up", help="start a local cluster (and watch it, unless --detach)")
-    _dir(up)
+    add_dir_option(up)
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--controllers", type=int, default=2, help="controller candidates (one is active)")
     up.add_argument("--zookeeper-nodes", type=int, choices=(1, 3), default=1)
@@ -33,19 +33,19 @@ def register(commands: Any) -> None:
     up.set_defaults(run=_reporting(run_up))
 
     status = commands.add_parser("status", help="the processes of a local cluster")
-    _dir(status)
+    add_dir_option(status)
     status.add_argument("--json", action="store_true")
     status.set_defaults(run=_reporting(run_status))
 
     watch = commands.add_parser(
         "watch", help="the live view of a running local cluster (Ctrl-C leaves it running)"
     )
-    _dir(watch)
+    add_dir_option(watch)
     watch.add_argument("--once", action="store_true", help="print the view once and exit")
     watch.set_defaults(run=_reporting(run_watch))
 
     down = commands.add_parser("down", help="stop a local cluster in order (brokers, controllers, ZooKeeper)")
-    _dir(down)
+    add_dir_option(down)
     down.set_defaults(run=_reporting(run_down))
 
     for action, text in (
@@ -54,12 +54,13 @@ def register(commands: Any) -> None:
         ("restart", "stop a node cleanly and start it again"),
     ):
         parser = commands.add_parser(action, help=text)
-        _dir(parser)
+        add_dir_option(parser)
         parser.add_argument("node", help="broker-N, controller-N or zookeeper-N")
         parser.set_defaults(run=_reporting(run_node_action), action=action)
 
 
-def _dir(parser: argparse.ArgumentParser) -> None:
+def add_dir_option(parser: argparse.ArgumentParser) -> None:
+    """``--dir``: the local cluster's directory, ``make run``'s by default."""
     parser.add_argument(
         "--dir",
         type=Path,
@@ -68,7 +69,8 @@ def _dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fail(message: str) -> int:
+def fail(message: str) -> int:
+    """One ``error:`` line on stderr; the exit status of a command that could not be done."""
     print(f"error: {message}", file=sys.stderr)
     return 1
 
@@ -81,7 +83,7 @@ def _reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
         try:
             return run(args)
         except launcher.ClusterError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
 
     return wrapped
 
@@ -90,7 +92,7 @@ def run_up(args: argparse.Namespace) -> int:
     console = Console()
     layout = launcher.Layout(args.brokers, args.controllers, args.zookeeper_nodes, args.shared_listener)
     if layout.brokers < 1 or layout.controllers < 1:
-        return _fail("at least one broker and one controller are needed")
+        return fail("at least one broker and one controller are needed")
     with console.status(f"starting {layout.brokers} brokers and {layout.controllers} controllers"):
         state = asyncio.run(launcher.up(args.dir, layout))
         if args.demo_topic:
@@ -139,7 +141,7 @@ def run_watch(args: argparse.Namespace) -> int:
 
     state = launcher.load_state(args.dir)
     if not any(launcher.alive(p.get("pid")) for p in state["processes"] if p["role"] == "zookeeper"):
-        return _fail(f"the cluster in {args.dir} is not running (its ZooKeeper is down)")
+        return fail(f"the cluster in {args.dir} is not running (its ZooKeeper is down)")
     console = Console()
     if args.once:
         asyncio.run(snapshot(state, console))
