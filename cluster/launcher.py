@@ -290,8 +290,16 @@ def signal_and_wait(pid: int | None, sig: signal.Signals, timeout: float = STOP_
     return False
 
 
+def _resume(pid: int | None) -> None:
+    if pid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGCONT)
+
+
 def stop_node(entry: dict[str, Any], *, timeout: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM (a broker runs its controlled shutdown), SIGKILL if it outstays ``timeout``."""
+    """SIGTERM (a broker runs its controlled shutdown), SIGKILL if it outstays ``timeout``. A node
+    paused with SIGSTOP (a chaos run that died mid-pause) is resumed first, so it can shut down."""
+    _resume(entry.get("pid"))
     if not signal_and_wait(entry.get("pid"), signal.SIGTERM, timeout):
         signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
 
@@ -303,6 +311,7 @@ def down(directory: Path) -> list[str]:
     for role in ("broker", "controller", "zookeeper"):
         entries = [p for p in state["processes"] if p["role"] == role and alive(p.get("pid"))]
         for entry in entries:  # SIGTERM all of a role at once, then wait for each
+            _resume(entry.get("pid"))
             with contextlib.suppress(ProcessLookupError):
                 os.kill(entry["pid"], signal.SIGTERM)
         for entry in entries:

@@ -147,3 +147,19 @@ def test_the_cli_starts_detached_reports_and_stops(
     assert "stopped broker-1, broker-2, controller-1, zookeeper-1" in capsys.readouterr().out
     assert main(["watch", "--once", "--dir", directory]) == 1
     assert "is not running" in capsys.readouterr().err
+
+
+def test_a_paused_node_is_resumed_so_it_can_stop_cleanly() -> None:
+    """A chaos run that dies mid-pause leaves a SIGSTOPped daemon; stopping it must not need SIGKILL."""
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        child.send_signal(signal.SIGSTOP)
+        launcher.stop_node({"pid": child.pid}, timeout=20)
+        assert child.wait(5) == -signal.SIGTERM, "ended by SIGTERM, not by the SIGKILL fallback"
+    finally:
+        child.kill()
+        child.wait()
