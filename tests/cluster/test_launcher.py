@@ -149,17 +149,26 @@ def test_the_cli_starts_detached_reports_and_stops(
     assert "is not running" in capsys.readouterr().err
 
 
-def test_a_paused_node_is_resumed_so_it_can_stop_cleanly() -> None:
-    """A chaos run that dies mid-pause leaves a SIGSTOPped daemon; stopping it must not need SIGKILL."""
+def test_a_paused_node_is_resumed_so_it_can_stop_cleanly(tmp_path: Path) -> None:
+    """A chaos run that dies mid-pause leaves a SIGSTOPped daemon; stopping it must let it handle
+    SIGTERM (a broker's controlled shutdown) instead of waiting for the SIGKILL fallback."""
     import signal
     import subprocess
     import sys
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    handled = tmp_path / "sigterm-handled"
+    script = (
+        "import pathlib, signal, sys, time\n"
+        f"signal.signal(signal.SIGTERM, lambda *_: (pathlib.Path({str(handled)!r}).touch(), sys.exit(0)))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
     try:
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
         child.send_signal(signal.SIGSTOP)
-        launcher.stop_node({"pid": child.pid}, timeout=20)
-        assert child.wait(5) == -signal.SIGTERM, "ended by SIGTERM, not by the SIGKILL fallback"
+        launcher.stop_node({"pid": child.pid}, timeout=30)
+        assert handled.exists(), "the node ran its SIGTERM handler"
     finally:
         child.kill()
         child.wait()
