@@ -2,8 +2,8 @@
 
 Values are unique per run and the producer uses acks=all, so an acknowledged value must show up in the
 run's final read exactly once, at the offset its acknowledgement named. The final read happens after the
-faults are healed; a run without it (no ``consumed`` line and no ``run_finished``) is reported as
-incomplete and left out of the loss check, since everything would look lost.
+faults are healed; a run without ``run_finished`` (it stopped, or its read-back failed part way) is
+reported as incomplete and left out of the loss check, since what it did not read would look lost.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def workload_no_loss(history: DataFrame, events: DataFrame) -> CheckResult:
     runs = per_run.join(finished.select("run").distinct().withColumn("finished", F.lit(True)), "run", "left")
     complete, incomplete = [], []
     for row in runs.collect():
-        (complete if row["finished"] or row["consumed"] else incomplete).append(row["run"])
+        (complete if row["finished"] else incomplete).append(row["run"])
     if not complete and not incomplete:
         return skipped(NO_LOSS, "no chaos run history")
     details: dict[str, object] = {"runs": sorted(complete + incomplete)}
@@ -52,8 +52,8 @@ def workload_no_loss(history: DataFrame, events: DataFrame) -> CheckResult:
 
 
 def workload_no_duplicates(history: DataFrame) -> CheckResult:
-    """No value consumed at two places, no place consumed with two values, and no acknowledged place
-    holding another value.
+    """No value consumed at two places, no place consumed with two values, no acknowledged place
+    holding another value, and no acknowledged value read back only at another place.
 
     One duplicate is the client's, not the cluster's: librdkafka resends the unanswered requests of a
     broker that left the metadata (a leader paused past its session timeout) to the new leader, even
@@ -99,8 +99,18 @@ def workload_no_duplicates(history: DataFrame) -> CheckResult:
         .filter(F.col("acked_value") != F.col("value"))
         .withColumn("rule", F.lit("acknowledged place holds another value"))
     )
-    violations = twice.unionByName(divergent, allowMissingColumns=True).unionByName(
-        elsewhere, allowMissingColumns=True
+    only_elsewhere = (
+        acked.join(consumed.select("run", *PLACE), ["run", *PLACE], "left_anti")
+        .join(
+            consumed.select("run", F.col("value").alias("acked_value"), F.struct(*PLACE).alias("read_at")),
+            ["run", "acked_value"],
+        )
+        .withColumn("rule", F.lit("acknowledged value read back only at another place"))
+    )
+    violations = (
+        twice.unionByName(divergent, allowMissingColumns=True)
+        .unionByName(elsewhere, allowMissingColumns=True)
+        .unionByName(only_elsewhere, allowMissingColumns=True)
     )
     counts = tally({"consumed": consumed, "violations": violations, "resent": resent})
     if not counts["consumed"]:

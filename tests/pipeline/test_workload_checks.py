@@ -90,6 +90,9 @@ def test_duplicated_divergent_and_misplaced_values_fail(cluster_log: ClusterLog,
 def test_a_run_without_its_final_read_is_not_audited_for_loss(cluster_log: ClusterLog, read: Read) -> None:
     cluster_log.emit("broker-1", "registered", broker_epoch=10, previous_epoch=-1)
     cluster_log.workload("produce_acked", topic="chaos", partition=0, offset=0, value="v", latency_ms=1.0)
+    cluster_log.workload("produce_acked", topic="chaos", partition=0, offset=1, value="w", latency_ms=1.0)
+    # a read-back that failed part way: one line, no run_finished
+    cluster_log.workload("consumed", topic="chaos", partition=0, offset=0, value="v")
     logs = read(cluster_log)
     result = workload_no_loss(logs.history, logs.events)
     assert result.verdict == "skipped"
@@ -98,7 +101,7 @@ def test_a_run_without_its_final_read_is_not_audited_for_loss(cluster_log: Clust
         "runs": [RUN],
         "incomplete_runs": [RUN],
     }
-    assert workload_no_duplicates(logs.history).verdict == "skipped"
+    assert workload_no_duplicates(logs.history).verdict == "passed"
 
 
 def test_a_copy_resent_by_the_client_is_counted_not_failed(tmp_path: Path, read: Read) -> None:
@@ -119,3 +122,18 @@ def test_a_copy_resent_by_the_client_is_counted_not_failed(tmp_path: Path, read:
         else:
             assert (result.verdict, result.violations) == ("failed", 1)
             assert result.examples[0]["rule"] == "value consumed at more than one place"
+
+
+def test_an_acknowledged_value_read_back_only_elsewhere_is_misplaced(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    chaos_run(cluster_log)
+    moved = f"{RUN}-moved"
+    cluster_log.workload("produce_acked", topic="chaos", partition=0, offset=9, value=moved, latency_ms=2.0)
+    cluster_log.workload("consumed", topic="chaos", partition=1, offset=5, value=moved)
+    result = workload_no_duplicates(read(cluster_log).history)
+    assert (result.verdict, result.violations) == ("failed", 1)
+    (example,) = result.examples
+    assert example["rule"] == "acknowledged value read back only at another place"
+    assert (example["acked_value"], example["partition"], example["offset"]) == (moved, 0, 9)
+    assert example["read_at"] == {"topic": "chaos", "partition": 1, "offset": 5}
