@@ -15,8 +15,9 @@ Rules for each ``leader_and_isr_change`` (AlterPartition commits are among them,
 ``AlterPartition from broker <id>``):
 
 1. an ineligible broker that was not in the partition's previous ISR was added: a violation;
-2. an offline or controlled-shutdown election keeps only eligible brokers (the controller filters the
-   ISR for those): an ineligible member is a violation;
+2. a write that filters the ISR kept a member it filters out: an offline election keeps only live
+   members, a controlled-shutdown election drops those shutting down, and an AlterPartition naming
+   any ineligible broker is refused with INELIGIBLE_REPLICA, so its committed ISR has none;
 3. ``replica <id> offline`` removes that replica unless it is the only member (Kafka keeps the last ISR
    member of a leaderless partition, so that it alone can be elected cleanly when it returns).
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 INELIGIBLE_NEVER_IN_ISR = "ineligible_never_in_isr"
-FILTERING_ELECTIONS = ("offline election", "controlled_shutdown election")
+ALTER_PARTITION = "AlterPartition from broker "
 OFFLINE_REPLICA = r"^replica (\d+) offline$"
 POSITION = ["file", "block", "eid"]
 
@@ -122,11 +123,18 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         .filter(F.col("unregistered") | F.col("shutting_down"))
         .withColumn("why", F.when(F.col("unregistered"), "not registered").otherwise("shutting down"))
     )
-    election = F.col("reason").isin(*FILTERING_ELECTIONS)
+    # What each writer filters out: an offline election keeps only live ISR members; a controlled
+    # shutdown election drops the brokers shutting down (a dead one stays, as in Kafka); an
+    # AlterPartition naming any ineligible broker is refused (INELIGIBLE_REPLICA), so none may pass.
+    filtered = (
+        (F.col("reason") == "offline election")
+        | ((F.col("reason") == "controlled_shutdown election") & F.col("shutting_down"))
+        | F.col("reason").startswith(ALTER_PARTITION)
+    )
     ineligible = judged.withColumn(
         "rule",
         F.when(~F.col("carried"), F.lit("ineligible broker added to the ISR")).when(
-            election, F.lit("election kept an ineligible broker in the ISR")
+            filtered, F.lit("write kept an ineligible broker in the ISR")
         ),
     )
     offline = F.regexp_extract("reason", OFFLINE_REPLICA, 1)

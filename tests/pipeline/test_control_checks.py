@@ -176,7 +176,7 @@ def test_ineligible_brokers_let_into_an_isr_fail(cluster_log: ClusterLog, read: 
     )
     assert "registered" not in added, "registration unknown before the epoch's first broker_change"
     assert (kept_by_election["rule"], kept_by_election["broker"], kept_by_election["reason"]) == (
-        "election kept an ineligible broker in the ISR",
+        "write kept an ineligible broker in the ISR",
         2,
         "offline election",
     )
@@ -232,3 +232,24 @@ def test_failover_decisions_are_judged_with_the_brokers_failover_loaded(
     assert (example["partition"], example["broker"], example["why"]) == (1, 3, "not registered")
     assert example["registered"] == [1, 2]
     assert result.details.get("writes_before_registration_view", 0) == 0
+
+
+def test_each_writer_is_held_to_the_filter_it_applies(cluster_log: ClusterLog, read: Read) -> None:
+    """A controlled-shutdown election drops only brokers shutting down, so a dead member it carries
+    is allowed; an AlterPartition commit never carries an ineligible member."""
+    c1 = "controller-1"
+    cluster_log.elected(c1, 5)
+    cluster_log.emit(c1, "brokers_loaded", controller_epoch=5, epochs={"1": 60, "2": 62, "3": 64})
+    cluster_log.isr_write(c1, 5, 0, 1, [1, 2, 3], "new partition", partition_epoch=0)
+    cluster_log.broker_change(c1, 5, {1: 60, 2: 62}, dead=(3,))
+    cluster_log.shutdown_started(c1, 5, 1, 60)
+    cluster_log.isr_write(c1, 5, 0, 2, [2, 3], "controlled_shutdown election", partition_epoch=1)
+    cluster_log.isr_write(c1, 5, 0, 2, [2, 3], "AlterPartition from broker 2", partition_epoch=2)
+    result = ineligible_never_in_isr(read(cluster_log).events)
+    assert (result.verdict, result.violations) == ("failed", 1)
+    (example,) = result.examples
+    assert (example["rule"], example["broker"], example["reason"]) == (
+        "write kept an ineligible broker in the ISR",
+        3,
+        "AlterPartition from broker 2",
+    )
