@@ -95,6 +95,8 @@ class ClusterInjector:
         """Nodes found not running that no fault had taken down: look at their logs."""
         self._paused: dict[str, tuple[int, float]] = {}
         self._epochs: dict[str, int | None] = {}
+        self._starts: dict[str, int] = {}
+        """Controllers taken down: how many ``controller_started`` lines their log had before."""
 
     def _entry(self, name: str) -> dict[str, Any]:
         return launcher.find(launcher.load_state(self.directory), name)
@@ -104,6 +106,8 @@ class ClusterInjector:
         pid = entry.get("pid")
         if entry["role"] == "broker":
             self._epochs[step.target] = await self._broker_epoch(entry["id"])
+        elif entry["role"] == "controller" and step.fault != "pause":
+            self._starts[step.target] = _controller_starts(entry)
         if not launcher.alive(pid):
             self._note_crash(step.target, pid)
             await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
@@ -133,9 +137,13 @@ class ClusterInjector:
             log.info("started %s again (pid %s)", step.target, entry["pid"])
             self.events.emit("fault_healed", fault="kill", target=step.target, role=step.role)
         elif step.target in self._paused:
-            self._resume(step.target, step.role)
+            pid = self._resume(step.target, step.role)
+            if not launcher.alive(pid):  # it exited around the SIGSTOP: start it, as for a crash
+                self._note_crash(step.target, pid)
+                await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
 
-    def _resume(self, name: str, role: str) -> None:
+    def _resume(self, name: str, role: str) -> int:
+        """SIGCONT a paused node; returns its pid."""
         pid, since = self._paused.pop(name)
         detail = f"SIGCONT pid {pid} after {time.monotonic() - since:.1f} s"
         log.info("resume %s: %s", name, detail)
@@ -143,6 +151,7 @@ class ClusterInjector:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)
         self.events.emit("fault_healed", fault="pause", target=name, role=role)
+        return pid
 
     async def heal_all(self) -> None:
         """Leave every node running: resume what is still paused, start what is not running."""
@@ -152,7 +161,8 @@ class ClusterInjector:
             pid = entry.get("pid")
             if _stopped(pid):
                 log.warning("%s (pid %s) was stopped; sending SIGCONT", entry["name"], pid)
-                os.kill(pid, signal.SIGCONT)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
             if not launcher.alive(pid):
                 self._note_crash(entry["name"], pid)
                 await asyncio.to_thread(launcher.node_action, self.directory, entry["name"], "restart")
@@ -162,8 +172,12 @@ class ClusterInjector:
         self.crashed.append(name)
 
     async def settle(self, step: Step) -> None:
-        """A broker is back once registered with a new epoch (every fault here ends its session);
-        controllers and ZooKeeper servers are back once their process runs, which healing ensured."""
+        """A broker is back once registered with a new epoch (every fault here ends its session); a
+        restarted controller once its new process logs ``controller_started`` (it competes for
+        ``/controller`` from then on); a ZooKeeper server once its process runs, which healing ensured."""
+        if step.role == "controller":
+            await self._controller_back(step)
+            return
         if step.role != "broker":
             return
         entry = self._entry(step.target)
@@ -188,6 +202,20 @@ class ClusterInjector:
             step.fault,
         )
 
+    async def _controller_back(self, step: Step) -> None:
+        before = self._starts.pop(step.target, None)
+        if before is None:  # paused: the same process goes on
+            return
+        started = time.monotonic()
+        while time.monotonic() - started < BACK_TIMEOUT_S:
+            if _controller_starts(self._entry(step.target)) > before:
+                log.info("%s is competing again after %.1f s", step.target, time.monotonic() - started)
+                return
+            await asyncio.sleep(0.2)
+        log.warning(
+            "%s has not started again %.0f s after its %s; going on", step.target, BACK_TIMEOUT_S, step.fault
+        )
+
     async def _broker_epoch(self, broker_id: int) -> int | None:
         """The broker's registration czxid (KIP-380 epoch), None when it is not registered."""
         try:
@@ -196,3 +224,12 @@ class ClusterInjector:
             log.debug("reading /brokers/ids failed: %r", exc)
             return None
         return next((b.epoch for b in brokers if b.broker_id == broker_id), None)
+
+
+def _controller_starts(entry: dict[str, Any]) -> int:
+    """How many times the controller's event log says it started (a restart appends to the same log)."""
+    path = Path(entry["events"])
+    if not path.exists():
+        return 0
+    with path.open(encoding="utf-8") as f:
+        return sum('"kind":"controller_started"' in line for line in f)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from chaos.__main__ import main
+from chaos.faults import _stopped
 from cluster import launcher
 
 TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -137,4 +138,5 @@ def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
     assert len(acked) == finished["acked"] > 1000
     assert finished["consumed"] == sum(map(len, consumed.values())) >= len(acked)
     assert all(place in consumed.get(value, ()) for value, place in acked.items()), "acked, not read back"
-    assert all(launcher.alive(p["pid"]) for p in launcher.load_state(cluster)["processes"]), "all healed"
+    processes = launcher.load_state(cluster)["processes"]
+    assert all(launcher.alive(p["pid"]) and not _stopped(p["pid"]) for p in processes), "all running"

@@ -77,9 +77,11 @@ class RecordingInjector:
         self.down: set[str] = set()
         self.calls: list[tuple[str, str]] = []
         self.most_down = 0
+        self.injected = asyncio.Event()
 
     async def inject(self, step: Step) -> bool:
         self.calls.append(("inject", step.target))
+        self.injected.set()
         self.down.add(step.target)
         self.most_down = max(self.most_down, len(self.down))
         assert self.controllers - self.down, "no controller candidate left"
@@ -119,7 +121,7 @@ async def test_a_stop_lets_the_current_fault_finish_and_heals_it() -> None:
     stop = asyncio.Event()
     schedule = [Step(0.0, "pause", "broker-1", "broker", 0.3), Step(0.0, "kill", "broker-2", "broker", 0.3)]
     loop = asyncio.create_task(fault_loop(schedule, injector, stop))
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(injector.injected.wait(), 5)
     stop.set()
     await asyncio.wait_for(loop, 5)
     assert injector.calls == [("inject", "broker-1"), ("heal", "broker-1"), ("settle", "broker-1")]
@@ -130,7 +132,7 @@ async def test_a_cancelled_loop_still_heals_the_node_it_took_down() -> None:
     loop = asyncio.create_task(
         fault_loop([Step(0.0, "kill", "broker-1", "broker", 30.0)], injector, asyncio.Event())
     )
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(injector.injected.wait(), 5)
     loop.cancel()
     with pytest.raises(asyncio.CancelledError):
         await loop
