@@ -174,7 +174,14 @@ async def run(config: RunConfig) -> RunResult:
             await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
         log.info("waiting until every partition of %s has its full ISR", config.topic)
         await wait_replicated(zk, config.topic)
-        consumed = await asyncio.to_thread(read_back, servers, config.topic, history)
+        consumed = await asyncio.to_thread(
+            read_back,
+            servers,
+            config.topic,
+            history,
+            partitions=partitions,
+            acked_ends=dict(workload.acked_ends),
+        )
         log.info("read back %d records", consumed)
         events.emit(
             "run_finished",

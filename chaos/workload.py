@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -49,6 +50,8 @@ class ProducerWorkload:
         self.rate = rate
         self.history = history
         self.sent = self.acked = self.failed = 0
+        self.acked_ends: dict[int, int] = {}
+        """Partition -> the offset after the highest acknowledged one: the read-back reads at least that."""
         self._outstanding: dict[str, float] = {}
         self._stop = threading.Event()
         self._flush_timeout_s = MESSAGE_TIMEOUT_MS / 1000 + FLUSH_MARGIN_S
@@ -116,6 +119,7 @@ class ProducerWorkload:
         partition = message.partition()
         if err is None:
             self.acked += 1
+            self.acked_ends[partition] = max(self.acked_ends.get(partition, 0), message.offset() + 1)
             self.history.emit(
                 "produce_acked",
                 topic=self.topic,
@@ -152,9 +156,21 @@ class ProducerWorkload:
         log.info("producer stopped: %d sent, %d acknowledged, %d failed", self.sent, self.acked, self.failed)
 
 
-def read_back(servers: str, topic: str, history: EventLog, *, timeout_s: float = 60.0) -> int:
+def read_back(
+    servers: str,
+    topic: str,
+    history: EventLog,
+    *,
+    partitions: int,
+    acked_ends: Mapping[int, int],
+    timeout_s: float = 60.0,
+) -> int:
     """Read every partition of ``topic`` from its start to its high watermark with ``assign()`` (no
-    group, no commits), writing one ``consumed`` line per record; returns the number read."""
+    group, no commits), writing one ``consumed`` line per record; returns the number read.
+
+    The watermarks are taken only once the brokers' metadata lists all ``partitions`` and every high
+    watermark has reached ``acked_ends``: a broker that has not caught up with the controller yet, or a
+    new leader whose high watermark still lags, must not make acknowledged records look lost."""
     consumer = Consumer(
         {
             "bootstrap.servers": servers,
@@ -166,7 +182,7 @@ def read_back(servers: str, topic: str, history: EventLog, *, timeout_s: float =
     )
     deadline = time.monotonic() + timeout_s
     try:
-        ends = _watermarks(consumer, topic, deadline)
+        ends = _watermarks(consumer, topic, deadline, partitions, acked_ends)
         position = {p: low for p, (low, high) in ends.items() if high > low}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in position])
         count = 0
@@ -200,18 +216,31 @@ def read_back(servers: str, topic: str, history: EventLog, *, timeout_s: float =
         consumer.close()
 
 
-def _watermarks(consumer: Consumer, topic: str, deadline: float) -> dict[int, tuple[int, int]]:
-    """Each partition's (log start, high watermark), asking the leaders until they answer."""
+def _watermarks(
+    consumer: Consumer, topic: str, deadline: float, partitions: int, acked_ends: Mapping[int, int]
+) -> dict[int, tuple[int, int]]:
+    """Each partition's (log start, high watermark), asked again until the metadata lists every
+    partition without error and each high watermark covers what was acknowledged there."""
     while True:
         try:
-            metadata = consumer.list_topics(topic, timeout=10)
-            partitions = sorted(metadata.topics[topic].partitions)
-            return {
+            metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+            if metadata.error is not None:
+                raise KafkaException(metadata.error)
+            found = sorted(metadata.partitions)
+            if len(found) != partitions:
+                raise ChaosError(f"the metadata lists {len(found)} of {partitions} partitions")
+            ends = {
                 p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
-                for p in partitions
+                for p in found
             }
-        except (KafkaException, KeyError) as exc:
+            short = {
+                p: f"{ends[p][1]}<{end}" for p, end in acked_ends.items() if ends.get(p, (0, 0))[1] < end
+            }
+            if short:
+                raise ChaosError(f"high watermarks below acknowledged offsets: {short}")
+            return ends
+        except (KafkaException, KeyError, ChaosError) as exc:
             if time.monotonic() > deadline:
-                raise ChaosError(f"no watermarks for {topic}: {exc}") from None
-            log.info("watermarks of %s not available yet (%s); retrying", topic, exc)
+                raise ChaosError(f"no usable watermarks for {topic}: {exc}") from None
+            log.info("watermarks of %s not usable yet (%s); retrying", topic, exc)
             time.sleep(0.5)
