@@ -26,6 +26,8 @@ from cluster import launcher
 from cluster.admin import AdminError
 from cluster.admin_cli import print_table
 from cluster.lifecycle_cli import add_dir_option, fail
+from cluster.processes import DaemonError
+from zkstore.local_server import LocalServerError
 
 SHOWN = 5
 """Values shown per problem in the summary; history.jsonl has them all."""
@@ -131,13 +133,16 @@ def run_command(args: argparse.Namespace) -> int:
         result = asyncio.run(run(config))
     except (ChaosError, launcher.ClusterError, AdminError) as exc:
         return fail(str(exc))
-    except (KazooException, KafkaException) as exc:
+    except (KazooException, KafkaException, DaemonError, LocalServerError, OSError) as exc:
         return fail(f"{type(exc).__name__}: {exc}")
     except KeyboardInterrupt:
         return 130
     finally:
         if started:
-            launcher.down(args.dir)
+            try:
+                launcher.down(args.dir)
+            except launcher.ClusterError as exc:  # must not hide the run's own outcome or error
+                logging.getLogger("chaos").error("stopping the cluster in %s: %s", args.dir, exc)
     summary(Console(), result)
     return 0 if result.verdict.ok else 1
 

@@ -169,9 +169,13 @@ async def run(config: RunConfig) -> RunResult:
                 await _faults_for(config.duration_s, schedule, injector)
             finally:
                 await injector.heal_all()
-        finally:
-            log.info("faults over and healed; stopping the producer")
-            await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+        except BaseException:
+            # The producer still stops, but a failure to stop must not hide why the run ended.
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+            raise
+        log.info("faults over and healed; stopping the producer")
+        await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
         log.info("waiting until every partition of %s has its full ISR", config.topic)
         await wait_replicated(zk, config.topic)
         consumed = await asyncio.to_thread(
