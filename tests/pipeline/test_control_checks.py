@@ -253,3 +253,30 @@ def test_each_writer_is_held_to_the_filter_it_applies(cluster_log: ClusterLog, r
         3,
         "AlterPartition from broker 2",
     )
+
+
+def test_the_audit_judges_staleness_exactly_as_the_broker_does(spark: SparkSession) -> None:
+    """stale_epoch_expected (over logged fields) against broker/apis.py broker_epoch_is_stale (over
+    the request body), for both epoch protocols and every position relative to the broker's epoch."""
+    from broker.apis import broker_epoch_is_stale
+    from pipeline.checks import stale_epoch_expected
+    from protocol import ApiKey
+    from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
+
+    own = 50
+    cases = []
+    for versions in (PER_BROKER_EPOCH_VERSIONS, MAX_BROKER_EPOCH_VERSIONS):
+        for api, version in versions.items():
+            field = epoch_field(ApiKey(api), version)
+            for epoch in (-1, 0, own - 1, own, own + 1):
+                expected = broker_epoch_is_stale(api, version, {field: epoch}, own)
+                cases.append((field, epoch, expected))
+    frame = spark.createDataFrame(
+        [
+            (e if f == "broker_epoch" else None, e if f == "max_broker_epoch" else None, own)
+            for f, e, _ in cases
+        ],
+        "broker_epoch bigint, max_broker_epoch bigint, broker_epoch_now bigint",
+    )
+    judged = [r["stale"] for r in frame.select(stale_epoch_expected().alias("stale")).collect()]
+    assert judged == [expected for _, _, expected in cases]
