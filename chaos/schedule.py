@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos import ChaosError
-from daemon.config import parse_properties
+from daemon.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ConfigError, parse_properties
 
 FAULTS = ("kill", "bounce", "restart", "pause")
 ROLES = ("broker", "controller", "zookeeper")
@@ -60,11 +60,17 @@ def nodes_of(state: Mapping[str, Any]) -> list[Node]:
 
 
 def _session_timeout_s(config: Path) -> float:
+    """The daemon's ``zookeeper.session.timeout.ms``, read as the daemon reads it, so that a pause
+    outlasts the real session; a config that cannot be read is an error, not a guess."""
+    key = ZOOKEEPER_SESSION_TIMEOUT_MS
     try:
-        properties = parse_properties(config.read_text())
-    except OSError:
-        return DEFAULT_SESSION_TIMEOUT_S
-    return int(properties.get("zookeeper.session.timeout.ms", "18000")) / 1000  # Kafka's default
+        text = parse_properties(config.read_text(encoding="utf-8")).get(key.name)
+        value = key.default if text is None else key.convert(text)
+    except OSError as exc:
+        raise ChaosError(f"cannot read {config}: {exc.strerror or exc}") from None
+    except ConfigError as exc:
+        raise ChaosError(f"{config}: {exc}") from None
+    return value / 1000
 
 
 def eligible_targets(nodes: Iterable[Node], roles: Iterable[str]) -> list[Node]:

@@ -67,6 +67,14 @@ def test_session_timeouts_come_from_the_daemons_configs(tmp_path: Path) -> None:
         ]
     }
     assert nodes_of(state) == [Node("zookeeper-1", "zookeeper", None), Node("broker-1", "broker", 6.0)]
+    config.write_text("broker.id=1\n")
+    assert nodes_of(state)[1].session_timeout_s == 18.0, "Kafka's default, as the daemon reads it"
+    config.write_text("zookeeper.session.timeout.ms=soon\n")
+    with pytest.raises(ChaosError, match=r"zookeeper\.session\.timeout\.ms"):
+        nodes_of(state)
+    config.unlink()
+    with pytest.raises(ChaosError, match="cannot read"):
+        nodes_of(state)
 
 
 class RecordingInjector:
