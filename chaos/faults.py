@@ -109,7 +109,7 @@ class ClusterInjector:
         elif entry["role"] == "controller" and step.fault != "pause":
             self._starts[step.target] = _controller_starts(entry)
         if not launcher.alive(pid):
-            self._note_crash(step.target, pid)
+            self._note_crash(step.target, entry["role"], pid)
             await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
             await self.settle(step)
             return False
@@ -139,7 +139,7 @@ class ClusterInjector:
         elif step.target in self._paused:
             pid = self._resume(step.target, step.role)
             if not launcher.alive(pid):  # it exited around the SIGSTOP: start it, as for a crash
-                self._note_crash(step.target, pid)
+                self._note_crash(step.target, step.role, pid)
                 await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
 
     def _resume(self, name: str, role: str) -> int:
@@ -164,11 +164,14 @@ class ClusterInjector:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
             if not launcher.alive(pid):
-                self._note_crash(entry["name"], pid)
+                self._note_crash(entry["name"], entry["role"], pid)
                 await asyncio.to_thread(launcher.node_action, self.directory, entry["name"], "restart")
 
-    def _note_crash(self, name: str, pid: int | None) -> None:
+    def _note_crash(self, name: str, role: str, pid: int | None) -> None:
+        """A node down that no fault took down: said in the log and the run's events (the audit's
+        timeline must see it), and started again by the caller."""
         log.warning("%s is not running (pid %s exited on its own; see its log): starting it", name, pid)
+        self.events.emit("node_crashed", target=name, role=role, pid=pid)
         self.crashed.append(name)
 
     async def settle(self, step: Step) -> None:
