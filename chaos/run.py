@@ -138,6 +138,8 @@ async def _logs(run_dir: Path) -> AsyncIterator[tuple[EventLog, EventLog]]:
 
 
 async def run(config: RunConfig) -> RunResult:
+    """One run against the running cluster in ``config.directory``: topic, faults under a workload,
+    healing, full ISRs, read-back, verdict. Everything it does is in the run's two logs."""
     directory = config.directory.resolve()
     state = running_state(directory)
     seed = config.seed if config.seed is not None else random.randrange(2**31)
@@ -146,57 +148,60 @@ async def run(config: RunConfig) -> RunResult:
     )
     servers = bootstrap_servers(state)
     started = time.monotonic()
-    run_id, run_dir = new_run_dir(directory)
-    log.info("chaos run %s in %s (seed %d)", run_id, run_dir, seed)
-    async with _logs(run_dir) as (events, history), admin.connect(state["zookeeper_connect"]) as zk:
+    async with admin.connect(state["zookeeper_connect"]) as zk:
+        # The topic first: a run that cannot start (say, a replication factor above the brokers)
+        # leaves no run directory behind for `list` and the audit.
         partitions = await ensure_topic(state, zk, config.topic, config.partitions, config.replication_factor)
-        events.emit(
-            "run_started",
-            run_id=run_id,
-            topic=config.topic,
-            partitions=partitions,
-            replication_factor=config.replication_factor,
-            faults=list(config.faults),
-            seed=seed,
-            duration_s=float(config.duration_s),
-            rate=config.rate,
-            interval_s=float(config.interval_s),
-        )
-        injector = ClusterInjector(directory, events, zk)
-        workload = ProducerWorkload(servers, config.topic, run_id, config.rate, history).start()
-        try:
+        run_id, run_dir = new_run_dir(directory)
+        log.info("chaos run %s in %s (seed %d)", run_id, run_dir, seed)
+        async with _logs(run_dir) as (events, history):
+            events.emit(
+                "run_started",
+                run_id=run_id,
+                topic=config.topic,
+                partitions=partitions,
+                replication_factor=config.replication_factor,
+                faults=list(config.faults),
+                seed=seed,
+                duration_s=float(config.duration_s),
+                rate=config.rate,
+                interval_s=float(config.interval_s),
+            )
+            injector = ClusterInjector(directory, events, zk)
+            workload = ProducerWorkload(servers, config.topic, run_id, config.rate, history).start()
             try:
-                await _faults_for(config.duration_s, schedule, injector)
-            finally:
-                await injector.heal_all()
-        except BaseException:
-            # The producer still stops, but a failure to stop must not hide why the run ended.
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
-            raise
-        log.info("faults over and healed; stopping the producer")
-        await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
-        log.info("waiting until every partition of %s has its full ISR", config.topic)
-        await wait_replicated(zk, config.topic)
-        consumed = await asyncio.to_thread(
-            read_back,
-            servers,
-            config.topic,
-            history,
-            partitions=partitions,
-            acked_ends=dict(workload.acked_ends),
-        )
-        log.info("read back %d records", consumed)
-        events.emit(
-            "run_finished",
-            run_id=run_id,
-            acked=workload.acked,
-            failed=workload.failed,
-            consumed=consumed,
-            duration_s=round(time.monotonic() - started, 3),
-        )
-    verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
-    return RunResult(run_id, run_dir, seed, verdict, injector.crashed)
+                try:
+                    await _faults_for(config.duration_s, schedule, injector)
+                finally:
+                    await injector.heal_all()
+            except BaseException:
+                # The producer still stops, but a failure to stop must not hide why the run ended.
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+                raise
+            log.info("faults over and healed; stopping the producer")
+            await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+            log.info("waiting until every partition of %s has its full ISR", config.topic)
+            await wait_replicated(zk, config.topic)
+            consumed = await asyncio.to_thread(
+                read_back,
+                servers,
+                config.topic,
+                history,
+                partitions=partitions,
+                acked_ends=dict(workload.acked_ends),
+            )
+            log.info("read back %d records", consumed)
+            events.emit(
+                "run_finished",
+                run_id=run_id,
+                acked=workload.acked,
+                failed=workload.failed,
+                consumed=consumed,
+                duration_s=round(time.monotonic() - started, 3),
+            )
+        verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
+        return RunResult(run_id, run_dir, seed, verdict, injector.crashed)
 
 
 async def _faults_for(duration_s: float, schedule: FaultSchedule, injector: ClusterInjector) -> None:
