@@ -570,8 +570,16 @@ class Controller:
                 self._add_channel(current[b])
             await self._on_broker_startup(change.bounced)
         if change.dead:
+            # As in Kafka, dead brokers leave the live set only now, after the new and bounced ones
+            # were handled; this line marks the point for readers of the log (the KIP-841 audit).
             for b in change.dead:
                 del ctx.brokers[b]
+            self.event_log.emit(
+                "brokers_removed",
+                controller_epoch=ctx.epoch,
+                brokers=change.dead,
+                epochs={str(b): info.epoch for b, info in sorted(ctx.brokers.items())},
+            )
             await self._on_broker_failure(change.dead)
 
     async def _on_broker_startup(self, new: Iterable[int]) -> None:

@@ -21,6 +21,7 @@ STALE_REQUESTS = "stale_requests_rejected"
 
 ACTIVE_CONTROLLER_KINDS = (
     "brokers_loaded",
+    "brokers_removed",
     "failover_complete",
     "broker_change",
     "leader_and_isr_change",

@@ -4,7 +4,9 @@ The judge is the writing controller's own view, rebuilt from its log per (contro
 epoch) with as-of lookups (window functions ordered by time):
 
 * registered brokers: the ``epochs`` keys of the latest ``brokers_loaded`` (failover's view, written
-  before any failover decision) or ``broker_change`` of that controller epoch. Logs from before
+  before any failover decision), ``broker_change`` (plus its dead brokers, which the controller, as
+  Kafka's, keeps live until the change's new and bounced brokers are handled) or ``brokers_removed``
+  (the dead ones gone) of that controller epoch. Logs from before
   ``brokers_loaded`` existed lack the failover view, so until their first ``broker_change`` of an
   epoch registration is unknown and only shutting down is judged;
 * shutting down: from a ``controlled_shutdown_started`` for the broker until a ``broker_change`` of the
@@ -64,13 +66,22 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         "reason",
         F.when(F.col("reason") != "new partition", F.lag("isr").over(per_partition)).alias("previous_isr"),
     )
-    changes = events.filter(F.col("kind").isin("brokers_loaded", "broker_change")).select(
+    live = F.transform(F.map_keys("epochs"), lambda k: k.cast("bigint"))
+    changes = events.filter(F.col("kind").isin("brokers_loaded", "broker_change", "brokers_removed")).select(
         "ts",
         *POSITION,
         "node",
         "controller_epoch",
-        F.transform(F.map_keys("epochs"), lambda k: k.cast("bigint")).alias("registered"),
-        F.array_union(F.array_union(ids("dead"), ids("bounced")), ids("new")).alias("gone"),
+        # A broker_change's dead brokers stay live for the controller until its brokers_removed.
+        F.when(F.col("kind") == "broker_change", F.array_union(live, ids("dead")))
+        .otherwise(live)
+        .alias("registered"),
+        F.when(
+            F.col("kind") == "broker_change",
+            F.array_union(F.array_union(ids("dead"), ids("bounced")), ids("new")),
+        )
+        .otherwise(F.array().cast("array<bigint>"))
+        .alias("gone"),
     )
 
     # Registered brokers as of each write: the last view of the same controller and epoch.

@@ -119,6 +119,14 @@ class ClusterLog:
             epochs={str(b): e for b, e in epochs.items()},
             previous_epochs={str(b): e for b, e in (previous or {}).items()},
         )
+        if dead and not (new or bounced):  # with new or bounced ones, the test writes it where it belongs
+            self.emit(
+                node,
+                "brokers_removed",
+                controller_epoch=epoch,
+                brokers=sorted(dead),
+                epochs={str(b): e for b, e in epochs.items()},
+            )
 
     def isr_write(
         self,

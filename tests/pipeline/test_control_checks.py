@@ -280,3 +280,28 @@ def test_the_audit_judges_staleness_exactly_as_the_broker_does(spark: SparkSessi
     )
     judged = [r["stale"] for r in frame.select(stale_epoch_expected().alias("stale")).collect()]
     assert judged == [expected for _, _, expected in cases]
+
+
+def test_dead_brokers_count_as_live_until_the_controller_removes_them(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    """Kafka's order: a change's new brokers are handled while its dead ones are still live, so an
+    election then may keep a dead member; once brokers_removed is written it may not."""
+    c1 = "controller-1"
+    cluster_log.elected(c1, 6)
+    cluster_log.emit(c1, "brokers_loaded", controller_epoch=6, epochs={"1": 60, "2": 62, "3": 64})
+    cluster_log.isr_write(c1, 6, 0, 1, [1, 3], "new partition", partition_epoch=0)
+    cluster_log.broker_change(c1, 6, {1: 60, 2: 62, 4: 70}, dead=(3,), new=(4,))
+    cluster_log.isr_write(c1, 6, 0, 3, [1, 3], "offline election", partition_epoch=1)
+    cluster_log.emit(
+        c1, "brokers_removed", controller_epoch=6, brokers=[3], epochs={"1": 60, "2": 62, "4": 70}
+    )
+    cluster_log.isr_write(c1, 6, 0, 1, [1, 3], "offline election", partition_epoch=2)
+    result = ineligible_never_in_isr(read(cluster_log).events)
+    assert (result.verdict, result.violations) == ("failed", 1)
+    (example,) = result.examples
+    assert (example["rule"], example["broker"], example["registered"]) == (
+        "write kept an ineligible broker in the ISR",
+        3,
+        [1, 2, 4],
+    )
