@@ -16,7 +16,10 @@ epoch) with as-of lookups (window functions ordered by time):
 Rules for each ``leader_and_isr_change`` (AlterPartition commits are among them, with reason
 ``AlterPartition from broker <id>``):
 
-1. an ineligible broker that was not in the partition's previous ISR was added: a violation;
+1. an ineligible broker that was not in the partition's previous ISR was added: a violation. The
+   previous ISR is the logged write with the znode version just before (``partition_epoch`` - 1);
+   when that line is missing (a controller killed between its commit and its log line), the write
+   is not judged by this rule and is counted instead;
 2. a write that filters the ISR kept a member it filters out: an offline election keeps only live
    members, a controlled-shutdown election drops those shutting down, and an AlterPartition naming
    any ineligible broker is refused with INELIGIBLE_REPLICA, so its committed ISR has none;
@@ -64,7 +67,15 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         "leader",
         "isr",
         "reason",
-        F.when(F.col("reason") != "new partition", F.lag("isr").over(per_partition)).alias("previous_isr"),
+        # The ISR this write replaced: nothing for a new partition; the previous logged write's when it
+        # is the znode version just before (a controller killed between its commit and its log line
+        # leaves a gap); else unknown (null), and rule 1 cannot judge the write.
+        F.when(F.col("reason") == "new partition", F.array().cast("array<bigint>"))
+        .when(
+            F.lag("partition_epoch").over(per_partition) == F.col("partition_epoch") - 1,
+            F.lag("isr").over(per_partition),
+        )
+        .alias("previous_isr"),
     )
     live = F.transform(F.map_keys("epochs"), lambda k: k.cast("bigint"))
     changes = events.filter(F.col("kind").isin("brokers_loaded", "broker_change", "brokers_removed")).select(
@@ -128,7 +139,7 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
             {
                 "unregistered": F.col("registered").isNotNull()
                 & ~F.array_contains("registered", F.col("broker")),
-                "carried": F.coalesce(F.array_contains("previous_isr", F.col("broker")), F.lit(False)),
+                "carried": F.coalesce(F.array_contains("previous_isr", F.col("broker")), F.lit(True)),
             }
         )
         .filter(F.col("unregistered") | F.col("shutting_down"))
@@ -179,6 +190,7 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         {
             "writes": writes,
             "unviewed": viewed.filter(F.col("registered").isNull()),
+            "unknown_previous": writes.filter(F.col("previous_isr").isNull()),
             "carried": findings.filter(F.col("rule").isNull()),
             "violations": violations,
         }
@@ -189,6 +201,8 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         "writes_before_registration_view": counts["unviewed"],
         "ineligible_members_carried_over": counts["carried"],
     }
+    if counts["unknown_previous"]:
+        details["writes_with_unknown_previous_isr"] = counts["unknown_previous"]
     return from_violations(
         INELIGIBLE_NEVER_IN_ISR,
         counts["writes"],

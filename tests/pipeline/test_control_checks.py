@@ -162,8 +162,8 @@ def test_ineligible_brokers_let_into_an_isr_fail(cluster_log: ClusterLog, read: 
         log.isr_write(c1, 3, 0, 1, [1, 2], "AlterPartition from broker 1", partition_epoch=8)
         log.isr_write(c1, 3, 0, 2, [2, 1], "offline election", partition_epoch=9)
         log.broker_change(c1, 3, {1: 60, 2: 62}, new=(1, 2))
-        log.isr_write(c1, 3, 1, 1, [1, 3], "AlterPartition from broker 1", partition_epoch=8)
-        log.isr_write(c1, 3, 1, 1, [1, 3], "replica 3 offline", partition_epoch=9)
+        log.isr_write(c1, 3, 1, 1, [1, 3], "AlterPartition from broker 1", partition_epoch=7)
+        log.isr_write(c1, 3, 1, 1, [1, 3], "replica 3 offline", partition_epoch=8)
 
     result = ineligible_never_in_isr(read(broken(cluster_log, damage)).events)
     assert (result.verdict, result.violations) == ("failed", 4)
@@ -305,3 +305,19 @@ def test_dead_brokers_count_as_live_until_the_controller_removes_them(
         3,
         [1, 2, 4],
     )
+
+
+def test_a_write_whose_predecessor_was_never_logged_is_not_judged_as_an_addition(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    """A controller killed between its ZooKeeper commit and its log line leaves a gap in the partition
+    epochs; the write after the gap cannot tell what it added, so rule 1 leaves it and counts it."""
+    c1 = "controller-1"
+    cluster_log.elected(c1, 7)
+    cluster_log.emit(c1, "brokers_loaded", controller_epoch=7, epochs={"1": 60, "2": 62})
+    cluster_log.isr_write(c1, 7, 0, 1, [1], "new partition", partition_epoch=0)
+    # version 1 (an ISR of [1, 3] written while broker 3 was registered) never reached the log
+    cluster_log.isr_write(c1, 7, 0, 1, [1, 3], "replica 2 offline", partition_epoch=2)
+    result = ineligible_never_in_isr(read(cluster_log).events)
+    assert (result.verdict, result.violations) == ("passed", 0)
+    assert result.details["writes_with_unknown_previous_isr"] == 1
