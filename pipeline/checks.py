@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.load import ORDER
+from pipeline.load import ORDER, POSITION
 from pipeline.result import CheckResult, from_violations, skipped, tally
 
 if TYPE_CHECKING:
@@ -54,9 +54,7 @@ def one_controller_per_epoch(events: DataFrame) -> CheckResult:
     backwards = (
         elected.select(
             "ts",
-            "file",
-            "block",
-            "eid",
+            *POSITION,
             "node",
             "controller_epoch",
             F.lag("controller_epoch").over(in_time).alias("previous_epoch"),
@@ -132,9 +130,7 @@ def broker_epochs_increase(events: DataFrame) -> CheckResult:
     ).withColumn("rule", F.lit("bounce without a higher epoch"))
     seen = changes.select(
         "ts",
-        "file",
-        "block",
-        "eid",
+        *POSITION,
         "node",
         "controller_epoch",
         F.explode("epochs").alias("id", "broker_epoch"),

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.load import ORDER
+from pipeline.load import ORDER, POSITION
 from pipeline.result import CheckResult, from_violations, skipped, tally
 
 if TYPE_CHECKING:
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 INELIGIBLE_NEVER_IN_ISR = "ineligible_never_in_isr"
 ALTER_PARTITION = "AlterPartition from broker "
 OFFLINE_REPLICA = r"^replica (\d+) offline$"
-POSITION = ["file", "block", "eid"]
 
 
 def ineligible_never_in_isr(events: DataFrame) -> CheckResult:

@@ -28,7 +28,9 @@ CORRUPT = "_corrupt_record"
 MAX_MALFORMED_EXAMPLES = 5
 MALFORMED_TEXT_CHARS = 200
 
-ORDER = ["ts", "file", "block", "eid"]
+POSITION = ["file", "block", "eid"]
+"""Where a line sits: its file, the split it was read in, and its rank there."""
+ORDER = ["ts", *POSITION]
 """Event order: by time, ties by position in the file (``block`` is the split's offset, ``eid`` rises
 within a split), so lines with the same microsecond keep the order the daemon wrote them in."""
 
