@@ -4,7 +4,7 @@ Bytes in, dicts out: nothing here touches a socket, a thread or ZooKeeper. Bodie
 whose keys are the snake_case names of Apache Kafka's message fields; see docs/protocol.md.
 """
 
-from protocol.api import ApiKey, ApiSpec
+from protocol.api import CONTROL_APIS, UNKNOWN_BROKER_EPOCH, ApiKey, ApiSpec
 from protocol.codec import (
     decode_request,
     decode_request_header,
@@ -24,10 +24,12 @@ from protocol.registry import SUPPORTED_VERSIONS, is_supported, message_codec
 from protocol.types import Encoded
 
 __all__ = [
+    "CONTROL_APIS",
     "DEFAULT_MAX_FRAME_SIZE",
     "MAX_BROKER_EPOCH_VERSIONS",
     "PER_BROKER_EPOCH_VERSIONS",
     "SUPPORTED_VERSIONS",
+    "UNKNOWN_BROKER_EPOCH",
     "ApiKey",
     "ApiSpec",
     "CorruptRecordBatch",

@@ -25,6 +25,13 @@ class ApiKey(IntEnum):
     ALTER_PARTITION = 56
 
 
+CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA})
+"""The requests only a controller sends; KIP-291 gives them a listener and queue of their own."""
+
+UNKNOWN_BROKER_EPOCH = -1
+"""KIP-380's "no epoch": what a sender that does not know the broker's epoch puts in ``broker_epoch``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApiSpec:
     """One API: the versions implemented, which of them are flexible, and a schema per version.
