@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from kazoo.exceptions import NodeExistsError
 
 from zkstore import znodes
-from zkstore.aio import AsyncZooKeeper, Op, create
+from zkstore.aio import AsyncZooKeeper
+from zkstore.ops import Create, Op
 from zkstore.znodes import LeaderIsrState, TopicAssignment
 
 __all__ = ["Cluster", "Populated", "ensure_chroot", "layout", "populate"]
@@ -83,11 +84,11 @@ def layout(cluster: Cluster) -> list[Op]:
         count = min(cluster.per_topic, cluster.partitions - first)
         assignment = {p: cluster.replicas(first + p) for p in range(count)}
         data = TopicAssignment(name, assignment, topic_id=znodes.new_topic_id()).encode()
-        ops += [create(znodes.topic_path(name), data), create(znodes.partitions_path(name))]
+        ops += [Create(znodes.topic_path(name), data), Create(znodes.partitions_path(name))]
         for p, replicas in assignment.items():
             state = LeaderIsrState(cluster.leader_of(replicas), 0, CONTROLLER_EPOCH, replicas)
-            ops.append(create(znodes.partition_path(name, p)))
-            ops.append(create(znodes.partition_state_path(name, p), state.encode()))
+            ops.append(Create(znodes.partition_path(name, p)))
+            ops.append(Create(znodes.partition_state_path(name, p), state.encode()))
     return ops
 
 

@@ -26,9 +26,10 @@ from typing import Any
 from bench.machine import machine, write_report
 from bench.zookeeper import jvm_opts, zookeeper_workdir
 from zkstore import batch_read
-from zkstore.aio import AsyncZooKeeper, Op, create
+from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_children_many, get_data_many
 from zkstore.local_server import ZooKeeperServer, four_letter_word
+from zkstore.ops import Create, Op
 
 PARTITIONS_PER_TOPIC = 100
 CREATE_BATCH_OPS = 500
@@ -41,18 +42,18 @@ def state_path(topic: int, partition: int) -> str:
 
 def layout(znodes: int) -> tuple[list[Op], list[str], list[str]]:
     """Create ops in parent-first order, the state paths to read, and the partition dirs to list."""
-    ops: list[Op] = [create("/brokers"), create("/brokers/topics")]
+    ops: list[Op] = [Create("/brokers"), Create("/brokers/topics")]
     states: list[str] = []
     listings: list[str] = []
     topics = -(-znodes // PARTITIONS_PER_TOPIC)
     for t in range(topics):
         partitions = min(PARTITIONS_PER_TOPIC, znodes - t * PARTITIONS_PER_TOPIC)
-        ops += [create(f"/brokers/topics/bench-{t}"), create(f"/brokers/topics/bench-{t}/partitions")]
+        ops += [Create(f"/brokers/topics/bench-{t}"), Create(f"/brokers/topics/bench-{t}/partitions")]
         listings.append(f"/brokers/topics/bench-{t}/partitions")
         for p in range(partitions):
             leader = (t + p) % 3 + 1
-            ops += [create(f"/brokers/topics/bench-{t}/partitions/{p}")]
-            ops += [create(state_path(t, p), STATE % (leader, leader, leader % 3 + 1, (leader + 1) % 3 + 1))]
+            ops += [Create(f"/brokers/topics/bench-{t}/partitions/{p}")]
+            ops += [Create(state_path(t, p), STATE % (leader, leader, leader % 3 + 1, (leader + 1) % 3 + 1))]
             states.append(state_path(t, p))
     return ops, states, listings
 

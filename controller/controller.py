@@ -35,9 +35,10 @@ from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from protocol import ApiKey, ErrorCode
 from zkstore import znodes
-from zkstore.aio import AsyncZooKeeper, ConnectionEvent, delete, set_data
+from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.election import resign, try_elect
 from zkstore.fencing import ControllerMoved
+from zkstore.ops import Delete, SetData
 from zkstore.znodes import ControllerRegistration, Endpoint
 
 log = logging.getLogger("controller")
@@ -360,7 +361,7 @@ class Controller:
         notifications = await self.store.children(
             znodes.ISR_CHANGE_NOTIFICATION, watch=self._watch_isr_notifications
         )
-        await self.store.commit([delete(f"{znodes.ISR_CHANGE_NOTIFICATION}/{n}") for n in notifications])
+        await self.store.commit([Delete(f"{znodes.ISR_CHANGE_NOTIFICATION}/{n}") for n in notifications])
         await self._load_context()
         # Deletions in progress: topics with offline replicas cannot progress yet.
         for topic in await self.store.children(znodes.DELETE_TOPICS, watch=self._watch_delete_topics):
@@ -455,7 +456,7 @@ class Controller:
                     ctx.reassignments[TopicPartition(topic, p)] = Reassignment(origin, target)
             added += [TopicPartition(topic, p) for p in assignment.partitions]
         if missing_ids:
-            await self.store.commit([set_data(znodes.topic_path(a.topic), a.encode()) for a in missing_ids])
+            await self.store.commit([SetData(znodes.topic_path(a.topic), a.encode()) for a in missing_ids])
         return added
 
     # ------------------------------------------------------------------ requests to brokers
@@ -696,7 +697,7 @@ class Controller:
         if ctx.is_topic_queued_for_deletion(topic):
             log.warning("partitions added to %s while it is being deleted; restoring its assignment", topic)
             restored = znodes.TopicAssignment(topic, dict(known), topic_id=ctx.topic_ids.get(topic))
-            await self.store.commit([set_data(znodes.topic_path(topic), restored.encode())])
+            await self.store.commit([SetData(znodes.topic_path(topic), restored.encode())])
             return
         known.update(added)
         partitions = [TopicPartition(topic, p) for p in sorted(added)]
@@ -742,14 +743,14 @@ class Controller:
         unknown = sorted(t for t in requested if t not in ctx.assignments)
         if unknown:
             log.info("deletion requested for unknown topics %s; removing the requests", unknown)
-            await self._commit_ignoring_missing([delete(znodes.delete_topic_path(t)) for t in unknown])
+            await self._commit_ignoring_missing([Delete(znodes.delete_topic_path(t)) for t in unknown])
         wanted = sorted(requested - set(unknown) - ctx.topics_to_delete)
         if not wanted:
             return
         if not self.config.delete_topic_enable:
             log.info("delete.topic.enable is false: ignoring deletion of %s", wanted)
             self.event_log.emit("topic_deletion_disabled", topics=wanted)
-            await self._commit_ignoring_missing([delete(znodes.delete_topic_path(t)) for t in wanted])
+            await self._commit_ignoring_missing([Delete(znodes.delete_topic_path(t)) for t in wanted])
             return
         ctx.topics_to_delete.update(wanted)
         self.event_log.emit("topic_deletion_queued", topics=wanted)
@@ -758,7 +759,7 @@ class Controller:
     async def _commit_ignoring_missing(self, ops: list[Any]) -> None:
         for op, result in zip(ops, await self.store.commit(ops), strict=True):
             if isinstance(result, Exception) and not isinstance(result, NoNodeError):
-                log.warning("%s %s failed: %r", op[0], op[1], result)
+                log.warning("%s %s failed: %r", type(op).__name__, op.path, result)
 
     async def _resume_deletions(self) -> None:
         ctx = self.context
@@ -833,13 +834,13 @@ class Controller:
         partitions = sorted(ctx.partitions_of([topic]))
         ops = []
         for tp in partitions:
-            ops.append(delete(znodes.partition_state_path(tp.topic, tp.partition)))
-            ops.append(delete(znodes.partition_path(tp.topic, tp.partition)))
+            ops.append(Delete(znodes.partition_state_path(tp.topic, tp.partition)))
+            ops.append(Delete(znodes.partition_path(tp.topic, tp.partition)))
         ops += [
-            delete(znodes.partitions_path(topic)),
-            delete(znodes.topic_path(topic)),
-            delete(f"/config/topics/{topic}"),
-            delete(znodes.delete_topic_path(topic)),
+            Delete(znodes.partitions_path(topic)),
+            Delete(znodes.topic_path(topic)),
+            Delete(f"/config/topics/{topic}"),
+            Delete(znodes.delete_topic_path(topic)),
         ]
         await self._commit_ignoring_missing(ops)
         self._forget_topic(topic)
@@ -1003,7 +1004,7 @@ class Controller:
         batch = self._batch()
         batch.add_update_metadata(self.context.live_or_shutting_down_ids, known)
         self._send(batch)
-        await self._commit_ignoring_missing([delete(p) for p in paths])
+        await self._commit_ignoring_missing([Delete(p) for p in paths])
         await self.reassignments.maybe_complete(known)
 
     # ------------------------------------------------------------------ preferred leader election
@@ -1040,7 +1041,7 @@ class Controller:
             znodes.decode_preferred_replica_election(data, znodes.PREFERRED_REPLICA_ELECTION) or set()
         )
         await self._preferred_election(sorted(partitions), "requested")
-        await self._commit_ignoring_missing([delete(znodes.PREFERRED_REPLICA_ELECTION, version)])
+        await self._commit_ignoring_missing([Delete(znodes.PREFERRED_REPLICA_ELECTION, version)])
 
     def _schedule_auto_rebalance(self, delay_s: float) -> None:
         loop = asyncio.get_running_loop()
@@ -1099,7 +1100,7 @@ class Controller:
             return
         requested = znodes.decode_reassignment(found[0], znodes.REASSIGN_PARTITIONS)
         if requested is None:  # corrupt: logged by the decoder; drop it so the next request can be made
-            await self._commit_ignoring_missing([delete(znodes.REASSIGN_PARTITIONS, found[1])])
+            await self._commit_ignoring_missing([Delete(znodes.REASSIGN_PARTITIONS, found[1])])
             return
         await self.reassignments.on_zk_request(requested)
 

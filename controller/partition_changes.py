@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from controller import leader_election
 from controller.context import ControllerContext
 from controller.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-from zkstore.aio import Op, create, set_data
+from zkstore.ops import Create, Op, SetData
 from zkstore.znodes import LeaderIsrState, partition_state_path
 
 
@@ -46,8 +46,8 @@ class LeadershipChange:
         ).encode()
         path = partition_state_path(self.tp.topic, self.tp.partition)
         if self.create:
-            return create(path, data)
-        return set_data(path, data, state.partition_epoch)
+            return Create(path, data)
+        return SetData(path, data, state.partition_epoch)
 
 
 @dataclass(frozen=True, slots=True)

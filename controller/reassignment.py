@@ -23,7 +23,7 @@ from controller.model import Reassignment, TopicPartition
 from controller.partition_changes import ElectionStrategy
 from controller.state_tables import PartitionState, ReplicaState
 from zkstore import znodes
-from zkstore.aio import delete, set_data
+from zkstore.ops import Delete, SetData
 
 if TYPE_CHECKING:
     from controller.context import ControllerContext
@@ -66,7 +66,7 @@ class ReassignmentManager:
                 if moving.removing:
                     removing[p] = moving.removing
         payload = znodes.TopicAssignment(topic, dict(partitions), adding, removing, ctx.topic_ids.get(topic))
-        await self.controller.store.commit([set_data(znodes.topic_path(topic), payload.encode())])
+        await self.controller.store.commit([SetData(znodes.topic_path(topic), payload.encode())])
 
     async def _remove_from_admin_znode(self, done: Iterable[TopicPartition]) -> None:
         """B7: drop finished partitions from ``/admin/reassign_partitions``; delete it once empty."""
@@ -79,9 +79,9 @@ class ReassignmentManager:
         for tp in done:
             pending.pop(tp, None)
         if pending:
-            op = set_data(znodes.REASSIGN_PARTITIONS, znodes.encode_reassignment(pending), version)
+            op = SetData(znodes.REASSIGN_PARTITIONS, znodes.encode_reassignment(pending), version)
         else:
-            op = delete(znodes.REASSIGN_PARTITIONS, version)
+            op = Delete(znodes.REASSIGN_PARTITIONS, version)
         result = (await store.commit([op]))[0]
         if isinstance(result, Exception):
             log.warning(

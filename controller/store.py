@@ -18,9 +18,10 @@ from kazoo.protocol.states import WatchedEvent
 from controller.context import LiveBroker
 from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from zkstore import znodes
-from zkstore.aio import AsyncZooKeeper, Op, create
+from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_children_many, get_data_many
 from zkstore.fencing import FencedWriter, FencingToken
+from zkstore.ops import Create, Op
 
 log = logging.getLogger("controller.store")
 
@@ -50,7 +51,7 @@ class ControllerStore:
 
     async def create_parents(self, paths: Sequence[str]) -> None:
         """Fenced creation of structural znodes that may already exist (NodeExists is fine)."""
-        results = await self.commit([create(p) for p in paths])
+        results = await self.commit([Create(p) for p in paths])
         for result in results:
             if isinstance(result, Exception) and not isinstance(result, NodeExistsError):
                 raise result

@@ -1,7 +1,8 @@
 """ZooKeeper for the control plane: Kafka's znodes, and the operations both daemons need on them.
 
 - ``znodes``: paths and JSON formats, with tolerant readers (corrupt data is logged and skipped);
-- ``aio``: an asyncio bridge over kazoo;
+- ``ops``: the write operations (Create, SetData, Delete, Check) as typed, frozen values;
+- ``aio``: an asyncio bridge over kazoo, whose ``multi`` commits those values;
 - ``registration``: KIP-380 broker registration (the czxid is the broker epoch);
 - ``election`` and ``fencing``: controller election and writes fenced by ``/controller_epoch``;
 - ``batch_read``: multi-read batches for loading hundreds of thousands of znodes;

@@ -17,7 +17,9 @@ from kazoo.client import KazooClient
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
 
-__all__ = ["AsyncZooKeeper", "ConnectionEvent", "Op", "check", "create", "delete", "set_data"]
+from zkstore.ops import Check, Create, Delete, Op, SetData
+
+__all__ = ["AsyncZooKeeper", "ConnectionEvent"]
 
 log = logging.getLogger("zkstore.aio")
 
@@ -33,26 +35,6 @@ class ConnectionEvent(enum.Enum):
     SUSPENDED = "suspended"
     RECONNECTED = "reconnected"
     EXPIRED = "expired"
-
-
-# A multi-op is a list of these tuples; kazoo's TransactionRequest is built from them in one place.
-Op = tuple[Any, ...]
-
-
-def create(path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False) -> Op:
-    return ("create", path, data, ephemeral, sequence)
-
-
-def set_data(path: str, data: bytes, version: int = -1) -> Op:
-    return ("set_data", path, data, version)
-
-
-def delete(path: str, version: int = -1) -> Op:
-    return ("delete", path, version)
-
-
-def check(path: str, version: int) -> Op:
-    return ("check", path, version)
 
 
 class AsyncZooKeeper:
@@ -212,17 +194,15 @@ class AsyncZooKeeper:
         """
         txn = self.client.transaction()
         for op in ops:
-            kind = op[0]
-            if kind == "create":
-                txn.create(op[1], op[2], ephemeral=op[3], sequence=op[4])
-            elif kind == "set_data":
-                txn.set_data(op[1], op[2], version=op[3])
-            elif kind == "delete":
-                txn.delete(op[1], version=op[2])
-            elif kind == "check":
-                txn.check(op[1], op[2])
-            else:
-                raise ValueError(f"unknown multi-op {kind!r}")
+            match op:
+                case Create(path, data, ephemeral, sequence):
+                    txn.create(path, data, ephemeral=ephemeral, sequence=sequence)
+                case SetData(path, data, version):
+                    txn.set_data(path, data, version=version)
+                case Delete(path, version):
+                    txn.delete(path, version=version)
+                case Check(path, version):
+                    txn.check(path, version)
         return await self._await(txn.commit_async())
 
     async def call(self, request: Any) -> Any:

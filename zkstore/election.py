@@ -11,8 +11,9 @@ import logging
 
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
-from zkstore.aio import AsyncZooKeeper, create, delete, set_data
+from zkstore.aio import AsyncZooKeeper
 from zkstore.fencing import ControllerMoved, FencedWriter, FencingToken
+from zkstore.ops import Create, Delete, SetData
 from zkstore.znodes import CONTROLLER, CONTROLLER_EPOCH, decode_controller_epoch, encode_controller_epoch
 
 __all__ = ["read_controller_epoch", "resign", "try_elect"]
@@ -56,8 +57,8 @@ async def try_elect(zk: AsyncZooKeeper, controller_id: int, payload: bytes) -> F
     new_epoch = epoch + 1
     outcome = await zk.multi(
         [
-            create(CONTROLLER, payload, ephemeral=True),
-            set_data(CONTROLLER_EPOCH, encode_controller_epoch(new_epoch), version),
+            Create(CONTROLLER, payload, ephemeral=True),
+            SetData(CONTROLLER_EPOCH, encode_controller_epoch(new_epoch), version),
         ]
     )
     if not any(isinstance(r, Exception) for r in outcome):
@@ -95,7 +96,7 @@ async def resign(zk: AsyncZooKeeper, token: FencingToken) -> bool:
     if stat.ephemeralOwner != zk.session_id:
         return False
     try:
-        result = await FencedWriter(zk, token).commit([delete(CONTROLLER, stat.version)])
+        result = await FencedWriter(zk, token).commit([Delete(CONTROLLER, stat.version)])
     except (ControllerMoved, KazooException):
         log.warning("could not resign cleanly; /controller goes with the session", exc_info=True)
         return False

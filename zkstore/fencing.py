@@ -20,10 +20,11 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError, RolledBackError, RuntimeInconsistency
 
-from zkstore.aio import AsyncZooKeeper, Op, check
+from zkstore.aio import AsyncZooKeeper
+from zkstore.ops import Check, Op, op_size
 from zkstore.znodes import CONTROLLER_EPOCH
 
-__all__ = ["ControllerMoved", "FencedWriter", "FencingToken", "op_size"]
+__all__ = ["ControllerMoved", "FencedWriter", "FencingToken"]
 
 log = logging.getLogger("zkstore.fencing")
 
@@ -46,13 +47,6 @@ class FencingToken:
     zk_version: int
 
 
-def op_size(op: Op) -> int:
-    """An upper estimate of an op's bytes in a multi request (header, path, data, flags)."""
-    kind, path = op[0], op[1]
-    data = op[2] if kind in ("create", "set_data") else b""
-    return 64 + len(path.encode()) + len(data)
-
-
 @dataclass(slots=True)
 class FencedWriter:
     """Writes on behalf of one controller incarnation, fenced by its token."""
@@ -62,8 +56,8 @@ class FencedWriter:
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     max_batch_ops: int = DEFAULT_MAX_BATCH_OPS
 
-    def _check(self) -> Op:
-        return check(CONTROLLER_EPOCH, self.token.zk_version)
+    def _check(self) -> Check:
+        return Check(CONTROLLER_EPOCH, self.token.zk_version)
 
     def batches(self, ops: Sequence[Op]) -> list[list[int]]:
         """Indexes of ``ops`` grouped into multi-ops within the size and count limits."""
@@ -74,7 +68,7 @@ class FencedWriter:
         for i, op in enumerate(ops):
             cost = op_size(op)
             if cost + check_cost > self.max_batch_bytes:
-                raise ValueError(f"a single write to {op[1]} of {cost} bytes exceeds the request limit")
+                raise ValueError(f"a single write to {op.path} of {cost} bytes exceeds the request limit")
             if current and (size + cost > self.max_batch_bytes or len(current) >= self.max_batch_ops):
                 groups.append(current)
                 current, size = [], check_cost
@@ -112,7 +106,7 @@ class FencedWriter:
                 for i, error in failed:
                     results[i] = error
                     log.debug(
-                        "fenced write to %s failed with %s; retrying its batch without it", ops[i][1], error
+                        "fenced write to %s failed with %s; retrying its batch without it", ops[i].path, error
                     )
                 dropped = {i for i, _ in failed}
                 pending = [i for i in pending if i not in dropped]

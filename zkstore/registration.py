@@ -13,7 +13,8 @@ import time
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from zkstore.aio import AsyncZooKeeper, create, set_data
+from zkstore.aio import AsyncZooKeeper
+from zkstore.ops import Create, SetData
 from zkstore.znodes import BROKER_IDS, broker_path
 
 __all__ = ["BrokerIdInUse", "register_broker"]
@@ -47,7 +48,7 @@ async def register_broker(
     await zk.ensure_path(BROKER_IDS)
     deadline = time.monotonic() + wait_for_owner_s
     while True:
-        outcome = await zk.multi([create(path, b"", ephemeral=True), set_data(path, payload, 0)])
+        outcome = await zk.multi([Create(path, b"", ephemeral=True), SetData(path, payload, 0)])
         if not any(isinstance(r, Exception) for r in outcome):
             epoch = outcome[1].czxid
             log.info("broker %d registered at %s with epoch %d (0x%x)", broker_id, path, epoch, epoch)

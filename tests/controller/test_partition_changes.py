@@ -17,6 +17,7 @@ from controller.model import (
 )
 from controller.partition_changes import ElectionStrategy, LeadershipChange, Refused
 from tests.controller.builders import context
+from zkstore.ops import Create, SetData
 from zkstore.znodes import LeaderIsrState, decode_leader_isr_state, partition_state_path
 
 TP = TopicPartition("t", 0)
@@ -214,9 +215,11 @@ def test_leader_epoch_bump_keeps_leader_and_isr_and_tells_every_replica() -> Non
 
 def test_new_partition_op_creates_the_state_znode_with_this_controllers_epoch() -> None:
     change = change_of(plans.initial_leadership(cluster({1: 10, 2: 20}), TP))
-    kind, path, data, ephemeral, sequence = change.op(controller_epoch=7)
-    assert (kind, path, ephemeral, sequence) == ("create", partition_state_path("t", 0), False, False)
-    assert decode_leader_isr_state(data, path) == LeaderIsrState(
+    op = change.op(controller_epoch=7)
+    assert isinstance(op, Create)
+    path = op.path
+    assert (path, op.ephemeral, op.sequence) == (partition_state_path("t", 0), False, False)
+    assert decode_leader_isr_state(op.data, path) == LeaderIsrState(
         leader=1, leader_epoch=0, controller_epoch=7, isr=(1, 2)
     )
 
@@ -225,9 +228,11 @@ def test_change_op_is_a_compare_and_set_on_the_version_read() -> None:
     ctx = cluster({2: 20, 3: 30})
     lead(ctx, 1, (1,), partition_epoch=12)
     change = change_of(plans.election(ctx, TP, ElectionStrategy.OFFLINE, allow_unclean=True))
-    kind, path, data, version = change.op(controller_epoch=CONTROLLER_EPOCH)
-    assert (kind, path, version) == ("set_data", "/brokers/topics/t/partitions/0/state", 12)
-    assert decode_leader_isr_state(data, path) == LeaderIsrState(
+    op = change.op(controller_epoch=CONTROLLER_EPOCH)
+    assert isinstance(op, SetData)
+    path = op.path
+    assert (path, op.version) == ("/brokers/topics/t/partitions/0/state", 12)
+    assert decode_leader_isr_state(op.data, path) == LeaderIsrState(
         leader=2,
         leader_epoch=6,
         controller_epoch=CONTROLLER_EPOCH,

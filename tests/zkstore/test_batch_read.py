@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, UnimplementedError
 
 from zkstore import batch_read
-from zkstore.aio import AsyncZooKeeper, create, set_data
+from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import (
     GET_CHILDREN,
     GET_DATA,
@@ -28,6 +28,7 @@ from zkstore.batch_read import (
     server_path,
 )
 from zkstore.local_server import ZooKeeperServer
+from zkstore.ops import Create, SetData
 
 TOPICS = 40
 PARTITIONS = 50  # 40 x 50 = 2,000 partition-state znodes
@@ -58,16 +59,16 @@ def payload(topic: int, partition: int) -> bytes:
 
 async def populate(zk: AsyncZooKeeper, topics: int = TOPICS, partitions: int = PARTITIONS) -> list[str]:
     """The Kafka layout, written in 500-op multis; a few znodes rewritten so versions differ."""
-    ops = [create("/brokers"), create("/brokers/topics")]
+    ops = [Create("/brokers"), Create("/brokers/topics")]
     paths: list[str] = []
     for t in range(topics):
-        ops += [create(f"/brokers/topics/topic-{t}", b'{"version":1}')]
-        ops += [create(f"/brokers/topics/topic-{t}/partitions")]
+        ops += [Create(f"/brokers/topics/topic-{t}", b'{"version":1}')]
+        ops += [Create(f"/brokers/topics/topic-{t}/partitions")]
         for p in range(partitions):
-            ops += [create(f"/brokers/topics/topic-{t}/partitions/{p}")]
-            ops += [create(state_path(t, p), payload(t, p))]
+            ops += [Create(f"/brokers/topics/topic-{t}/partitions/{p}")]
+            ops += [Create(state_path(t, p), payload(t, p))]
             paths.append(state_path(t, p))
-    ops += [set_data(path, b"rewritten") for path in paths[::97]]
+    ops += [SetData(path, b"rewritten") for path in paths[::97]]
     for i in range(0, len(ops), 500):
         results = await zk.multi(ops[i : i + 500])
         assert not any(isinstance(r, Exception) for r in results)
@@ -190,7 +191,7 @@ async def test_responses_over_a_megabyte_are_split(
 ) -> None:
     """40 x 100 KB (4 MB in all) with the size hint: every response stays within the budget."""
     big = [bytes([i]) * 100_000 for i in range(40)]
-    ops = [create("/big")] + [create(f"/big/{i}", data) for i, data in enumerate(big)]
+    ops = [Create("/big")] + [Create(f"/big/{i}", data) for i, data in enumerate(big)]
     for i in range(0, len(ops), 8):  # a multi request is itself capped by jute.maxbuffer
         await zk.multi(ops[i : i + 8])
     paths = [f"/big/{i}" for i in range(40)]

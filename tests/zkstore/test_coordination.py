@@ -11,9 +11,10 @@ import pytest
 from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 
 from tests.zkstore.helpers import expire_session, session, wait_until
-from zkstore.aio import ConnectionEvent, create, set_data
+from zkstore.aio import ConnectionEvent
 from zkstore.election import read_controller_epoch, resign, try_elect
 from zkstore.fencing import ControllerMoved, FencedWriter
+from zkstore.ops import Create, SetData
 from zkstore.registration import BrokerIdInUse, register_broker
 from zkstore.znodes import CONTROLLER
 
@@ -130,7 +131,7 @@ async def test_a_deposed_controller_can_write_nothing(zk_connect: str) -> None:
         assert token_a is not None
         writer_a = FencedWriter(a, token_a)
         assert not isinstance(
-            (await writer_a.commit([set_data("/brokers/topics/t/partitions/0/state", b"a1")]))[0], Exception
+            (await writer_a.commit([SetData("/brokers/topics/t/partitions/0/state", b"a1")]))[0], Exception
         )
         await expire_session(a)
         token_b = None
@@ -142,7 +143,7 @@ async def test_a_deposed_controller_can_write_nothing(zk_connect: str) -> None:
         assert token_b is not None and token_b.epoch == token_a.epoch + 1
         await wait_until(lambda: a.connected, what="the zombie's new session")
         with pytest.raises(ControllerMoved):
-            await writer_a.commit([set_data("/brokers/topics/t/partitions/0/state", b"zombie")])
+            await writer_a.commit([SetData("/brokers/topics/t/partitions/0/state", b"zombie")])
         assert (await b.get("/brokers/topics/t/partitions/0/state"))[0] == b"a1"
         assert not await resign(a, token_a)
     finally:
@@ -156,13 +157,13 @@ async def test_large_batches_are_split_and_each_part_is_fenced(zk_connect: str) 
         token = await try_elect(zk, 1, b"{}")
         assert token is not None
         writer = FencedWriter(zk, token, max_batch_ops=100)
-        ops = [create(f"/many/{i}", b"x" * 10) for i in range(250)]
+        ops = [Create(f"/many/{i}", b"x" * 10) for i in range(250)]
         await zk.ensure_path("/many")
         assert len(writer.batches(ops)) == 3
         assert all(not isinstance(r, Exception) for r in await writer.commit(ops))
         assert len(await zk.get_children("/many")) == 250
 
-        big = [create(f"/big-{i}", b"y" * 100_000) for i in range(25)]
+        big = [Create(f"/big-{i}", b"y" * 100_000) for i in range(25)]
         assert len(FencedWriter(zk, token).batches(big)) == 3  # 2.5 MB cannot go in one request
         assert all(not isinstance(r, Exception) for r in await FencedWriter(zk, token).commit(big))
     finally:
@@ -177,7 +178,7 @@ async def test_one_stale_compare_and_set_does_not_roll_back_the_rest(zk_connect:
         for p in range(5):
             await zk.create(f"/state/{p}", b"v0", makepath=True)
         await zk.set("/state/2", b"moved")  # someone else's write: /state/2 is now at version 1
-        ops = [set_data(f"/state/{p}", b"v1", 0) for p in range(5)]
+        ops = [SetData(f"/state/{p}", b"v1", 0) for p in range(5)]
         results = await FencedWriter(zk, token).commit(ops)
         assert isinstance(results[2], BadVersionError)
         assert [r.version for i, r in enumerate(results) if i != 2] == [1, 1, 1, 1]
