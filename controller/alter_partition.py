@@ -33,6 +33,12 @@ class AlterPartitionPlan:
     """ISR changes to write; their outcome is the write's."""
     rejected: dict[PartitionKey, ErrorCode] = field(default_factory=dict)
     """The subset of ``outcomes`` that are errors, for the event log."""
+    partitions: dict[PartitionKey, TopicPartition] = field(default_factory=dict)
+    """The partitions the request names whose topic is known, in request order."""
+
+    def known_partitions(self, context: ControllerContext) -> list[TopicPartition]:
+        """The requested partitions that have leadership: those brokers are told about afterwards."""
+        return [tp for tp in self.partitions.values() if tp in context.leadership]
 
 
 def _check_partition(
@@ -88,9 +94,10 @@ def validate(context: ControllerContext, request: dict[str, Any], version: int) 
     by_id = {tid: t for t, tid in context.topic_ids.items() if tid is not None}
     for topic_entry in request["topics"]:
         key: TopicKey
+        topic: str | None
         if version >= FIRST_TOPIC_ID_VERSION:
-            key = topic_entry["topic_id"]
-            topic = by_id.get(key)
+            topic_id: uuid.UUID = topic_entry["topic_id"]
+            key, topic = topic_id, by_id.get(topic_id)
         else:
             key = topic = topic_entry["topic_name"]
         for entry in topic_entry["partitions"]:
@@ -99,9 +106,8 @@ def validate(context: ControllerContext, request: dict[str, Any], version: int) 
             if topic is None:
                 outcome: Outcome | LeadershipChange = ErrorCode.UNKNOWN_TOPIC_ID
             else:
-                outcome = _check_partition(
-                    context, TopicPartition(topic, entry["partition_index"]), broker_id, entry, version
-                )
+                tp = plan.partitions[pkey] = TopicPartition(topic, entry["partition_index"])
+                outcome = _check_partition(context, tp, broker_id, entry, version)
             if isinstance(outcome, LeadershipChange):
                 plan.changes[pkey] = outcome
             else:

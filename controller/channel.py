@@ -25,7 +25,7 @@ from controller.request_batch import OutgoingRequest
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics, jmx_name
-from protocol import ApiKey, ErrorCode
+from protocol import CONTROL_APIS, ErrorCode
 from protocol.registry import api_spec
 
 __all__ = ["ChannelManager", "ResponseCallback"]
@@ -34,8 +34,6 @@ log = logging.getLogger("controller.channel")
 
 ResponseCallback = Callable[[OutgoingRequest, dict[str, Any]], None]
 """Called on the loop with the request and its decoded response body."""
-
-CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA})
 
 _DOMAIN, _TYPE = "kafka.controller", "ControllerChannelManager"
 _BROKER_LABEL = "broker_id"

@@ -95,6 +95,21 @@ class ControllerContext:
     def is_topic_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_delete
 
+    def forget_topic(self, topic: str) -> None:
+        """Drop every trace of a topic that is gone from ZooKeeper (deleted, or removed by hand)."""
+        for tp in self.partitions_of([topic]):
+            self.leadership.pop(tp, None)
+            self.partition_states.pop(tp, None)
+            for r in self.replicas(tp):
+                self.replica_states.pop((tp, r), None)
+        self.assignments.pop(topic, None)
+        self.topic_ids.pop(topic, None)
+        self.topics_to_delete.discard(topic)
+        self.topics_ineligible_for_deletion.discard(topic)
+        self.topics_with_deletion_started.discard(topic)
+        for tp in [tp for tp in self.reassignments if tp.topic == topic]:
+            del self.reassignments[tp]
+
     def reset(self) -> None:
         """Forget everything learned while active (on resignation), keeping only who we are."""
         controller_id = self.controller_id

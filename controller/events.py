@@ -100,7 +100,17 @@ class Resync(ControllerEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Shutdown(ControllerEvent):
+    """Resign (deleting ``/controller`` if ours) before the process stops; ``done`` is resolved after."""
+
+    done: asyncio.Future[None] | None = field(default=None, compare=False)
     state: ControllerState = ControllerState.CONTROLLER_SHUTDOWN
+
+    def finished(self) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_result(None)
+
+    def preempt(self) -> None:
+        self.finished()
 
 
 # -- brokers and topics

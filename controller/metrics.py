@@ -11,20 +11,44 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import Protocol
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from controller import queries
+from controller.context import ControllerContext
+from controller.event_manager import EventManager
 from controller.events import ControllerEvent, ControllerState
+from controller.stats import ControllerStats
 from daemon.metrics import Metrics, jmx_name
 
-if TYPE_CHECKING:
-    from controller.controller import Controller
+
+class ControllerView(Protocol):
+    """What the metrics read of a controller: its context, counters, event manager, and whether it leads."""
+
+    @property
+    def context(self) -> ControllerContext: ...
+
+    @property
+    def stats(self) -> ControllerStats: ...
+
+    @property
+    def event_manager(self) -> EventManager: ...
+
+    @property
+    def is_active(self) -> bool: ...
+
 
 DOMAIN = "kafka.controller"
 UPDATE_INTERVAL_S = 0.5
 """How stale the partition-walking gauges may get while events keep coming."""
+
+RESPONSE_STATES = frozenset(
+    {ControllerState.LEADER_AND_ISR_RESPONSE_RECEIVED, ControllerState.UPDATE_METADATA_RESPONSE_RECEIVED}
+)
+"""Events that change nothing the gauges show: no walk after them."""
 
 
 class _BrokerEpochs(Collector):
@@ -47,7 +71,7 @@ class ControllerMetrics:
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
-        self.controller: Controller | None = None
+        self.controller: ControllerView | None = None
         self.snapshot: dict[str, float] = {}
         self.broker_epochs: dict[int, int] = {}
         self._unclean_seen = 0
@@ -67,9 +91,7 @@ class ControllerMetrics:
             "ControllerEpoch": "The epoch of the active controller (this one, when active)",
         }
         for name, doc in gauges.items():
-            metrics.gauge_fn(
-                DOMAIN, "KafkaController", name, doc, lambda name=name: self.snapshot.get(name, 0)
-            )
+            metrics.gauge_fn(DOMAIN, "KafkaController", name, doc, partial(self._snapshot_value, name))
         metrics.gauge_fn(
             DOMAIN,
             "KafkaController",
@@ -99,9 +121,12 @@ class ControllerMetrics:
             if state.timer_name is not None
         }
 
-    def bind(self, controller: Controller) -> None:
+    def _snapshot_value(self, name: str) -> float:
+        return self.snapshot.get(name, 0)
+
+    def bind(self, controller: ControllerView) -> None:
+        """Read ``controller`` from now on; the gauges follow it after every event (``event_processed``)."""
         self.controller = controller
-        controller.on_metrics_update = self.update_soon
         self.update()
 
     def update_soon(self) -> None:
@@ -134,6 +159,8 @@ class ControllerMetrics:
         timer = self.state_timers.get(event.state)
         if timer is not None:
             timer.observe(processing_ms)
+        if event.state not in RESPONSE_STATES:
+            self.update_soon()
 
     # -- gauges computed on the event task
 
@@ -145,19 +172,20 @@ class ControllerMetrics:
             self._last_update = asyncio.get_running_loop().time()
         ctx = controller.context
         active = controller.is_active
-        if controller.unclean_elections > self._unclean_seen:
-            self.unclean.inc(controller.unclean_elections - self._unclean_seen)
-            self._unclean_seen = controller.unclean_elections
+        unclean = controller.stats.unclean_elections
+        if unclean > self._unclean_seen:
+            self.unclean.inc(unclean - self._unclean_seen)
+            self._unclean_seen = unclean
         if not active:
             self.snapshot = {}
             self.broker_epochs = {}
             return
-        imbalance = sum(off for off, _ in controller.imbalanced_partitions().values())
+        imbalance = sum(off for off, _ in queries.imbalanced_partitions(ctx).values())
         deleting = ctx.topics_to_delete
         self.broker_epochs = ctx.broker_epochs()
         self.snapshot = {
             "ActiveControllerCount": 1,
-            "OfflinePartitionsCount": controller.offline_partitions_count(),
+            "OfflinePartitionsCount": queries.offline_partitions_count(ctx),
             "PreferredReplicaImbalanceCount": imbalance,
             "GlobalTopicCount": len(ctx.assignments),
             "GlobalPartitionCount": len(ctx.leadership),

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
 from controller.context import LiveBroker
@@ -20,8 +20,9 @@ from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPar
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_children_many, get_data_many
+from zkstore.election import resign, try_elect
 from zkstore.fencing import FencedWriter, FencingToken
-from zkstore.ops import Create, Op
+from zkstore.ops import Op
 
 log = logging.getLogger("controller.store")
 
@@ -34,7 +35,12 @@ class ControllerStore:
         self.writer: FencedWriter | None = None
 
     def fence(self, token: FencingToken | None) -> None:
+        """Write as the incarnation that won ``token`` from now on; None: write nothing at all."""
         self.writer = None if token is None else FencedWriter(self.zk, token)
+
+    @property
+    def token(self) -> FencingToken | None:
+        return self.writer.token if self.writer is not None else None
 
     async def commit(self, ops: Sequence[Op]) -> list[Any]:
         """Fenced multi-ops; raises ControllerMoved when we are no longer the controller."""
@@ -49,14 +55,35 @@ class ControllerStore:
         for path in paths:
             await self.zk.ensure_path(path)
 
-    async def create_parents(self, paths: Sequence[str]) -> None:
-        """Fenced creation of structural znodes that may already exist (NodeExists is fine)."""
-        results = await self.commit([Create(p) for p in paths])
-        for result in results:
-            if isinstance(result, Exception) and not isinstance(result, NodeExistsError):
-                raise result
+    async def commit_ignoring_missing(self, ops: Sequence[Op]) -> None:
+        """Fenced clean-up writes (deletes of handled requests) for which a missing znode is fine."""
+        for op, result in zip(ops, await self.commit(ops), strict=True):
+            if isinstance(result, Exception) and not isinstance(result, NoNodeError):
+                log.warning("%s %s failed: %r", type(op).__name__, op.path, result)
 
     # -- /controller
+
+    async def try_elect(self, controller_id: int, payload: bytes) -> FencingToken | None:
+        """One election attempt (``zkstore.election``); the token when we won."""
+        return await try_elect(self.zk, controller_id, payload)
+
+    async def resign(self, token: FencingToken) -> None:
+        """Delete ``/controller`` if the incarnation of ``token`` still holds it (a fenced delete)."""
+        await resign(self.zk, token)
+
+    async def controller_owner(self, watch: Watch | None = None) -> tuple[int, bool]:
+        """The active controller's id (-1 if none) and whether our session owns ``/controller``.
+
+        Leaves a data watch on ``/controller``, or an exists watch when it is absent.
+        """
+        try:
+            data, stat = await self.zk.get(znodes.CONTROLLER, watch=watch)
+        except NoNodeError:
+            await self.zk.exists(znodes.CONTROLLER, watch=watch)
+            return -1, False
+        registration = znodes.decode_controller_registration(data, znodes.CONTROLLER)
+        owned = stat.ephemeralOwner == self.zk.session_id
+        return (registration.broker_id if registration else -1), owned
 
     async def controller_id(self, watch: Watch | None = None) -> int | None:
         """The active controller's id, setting an exists/data watch on ``/controller``; None if absent."""

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-import controller.controller as controller_module
 from bench.broker_sim import SimulatedBroker
+from controller import queries
 from controller.config import load
 from controller.controller import Controller
+from controller.handlers import preferred_election
 from controller.state_tables import PartitionState
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode
@@ -125,12 +126,12 @@ async def test_topic_creation_encodes_update_metadata_once_per_change(
     harness: Harness, ibp: str, expected_encodes: int
 ) -> None:
     controller = await harness.start(inter_broker_protocol_version=ibp)
-    before = controller.encodes
+    before = controller.stats.encodes
     await harness.topic("clicks", {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)})
     for broker in harness.brokers.values():
         um = await broker.wait_for(lambda r: r.api_key == UM and r.body["topic_states"])
         assert {s["partition_index"] for s in partitions_in(um.body)} == {0, 1, 2}
-    assert controller.encodes - before == expected_encodes  # 3 LeaderAndIsr + the UpdateMetadata(s)
+    assert controller.stats.encodes - before == expected_encodes  # 3 LeaderAndIsr + the UpdateMetadata(s)
     for p, leader in enumerate((1, 2, 3)):
         state, version = await partition_state(harness.admin, "clicks", p)
         assert (state.leader, state.leader_epoch, version) == (leader, 0, 0)
@@ -200,7 +201,7 @@ async def test_broker_failure_elects_from_the_isr_and_counts_partitions_left_off
     await harness.brokers[3].wait_for(lai_for("events", 0, lambda s: s["leader"] == 2 and s["isr"] == [2, 3]))
     tp1 = znodes.TopicPartition("events", 1)
     await wait_until(lambda: controller.context.partition_states[tp1] is PartitionState.OFFLINE)
-    assert controller.offline_partitions_count() == 1
+    assert queries.offline_partitions_count(controller.context) == 1
     lone, _ = await partition_state(harness.admin, "events", 1)
     assert lone.leader == znodes.NO_LEADER and lone.isr == (1,)  # kept: it is the last in-sync replica
 
@@ -208,7 +209,7 @@ async def test_broker_failure_elects_from_the_isr_and_counts_partitions_left_off
     await returning.start()
     harness.brokers[1] = returning
     await wait_until(lambda: harness.leader("events", 1) == 1, what="events-1 back online")
-    assert controller.offline_partitions_count() == 0
+    assert queries.offline_partitions_count(controller.context) == 0
 
 
 async def test_unclean_election_only_when_enabled(harness: Harness) -> None:
@@ -222,7 +223,7 @@ async def test_unclean_election_only_when_enabled(harness: Harness) -> None:
     await wait_until(lambda: harness.leader("risky", 0) == 2, what="unclean leader 2")
     state, _ = await partition_state(harness.admin, "risky", 0)
     assert state.isr == (2,) and state.leader_recovery_state == znodes.LeaderRecoveryState.RECOVERING
-    assert controller.unclean_elections == 1
+    assert controller.stats.unclean_elections == 1
     assert (await harness.wait_event("leader_and_isr_change", topic="risky", leader=2))["unclean"] is True
 
 
@@ -275,7 +276,7 @@ async def test_preferred_replica_election_requested_through_zookeeper(harness: H
     await harness.start()
     await harness.topic("prefs", {0: (1, 2, 3)})
     await _move_leadership_away_from_1(harness, "prefs")
-    assert harness.controller.imbalanced_partitions()[1] == (1, 1)
+    assert queries.imbalanced_partitions(harness.controller.context)[1] == (1, 1)
     request = znodes.encode_preferred_replica_election([znodes.TopicPartition("prefs", 0)])
     await harness.admin.create(znodes.PREFERRED_REPLICA_ELECTION, request)
     await wait_until(lambda: harness.leader("prefs", 0) == 1, what="preferred leader 1")
@@ -286,7 +287,7 @@ async def test_preferred_replica_election_requested_through_zookeeper(harness: H
 async def test_auto_rebalance_restores_preferred_leaders_above_the_threshold(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(controller_module, "AUTO_REBALANCE_FIRST_DELAY_S", 0.2)
+    monkeypatch.setattr(preferred_election, "AUTO_REBALANCE_FIRST_DELAY_S", 0.2)
     await harness.start(auto_leader_rebalance_enable="true", leader_imbalance_check_interval_seconds="1")
     await harness.topic("balance", {0: (1, 2, 3)})
     await _move_leadership_away_from_1(harness, "balance")

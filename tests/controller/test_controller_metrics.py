@@ -58,8 +58,7 @@ class Bound:
         self.controller.context.reset()
 
     def update(self) -> dict[str, float]:
-        assert self.controller.on_metrics_update is not None
-        self.controller.on_metrics_update()
+        self.controller_metrics.update_soon()
         return scrape(self.metrics)
 
 
@@ -189,8 +188,8 @@ def test_timings_land_in_the_queue_histogram_and_the_events_state_timer(bound: B
 
 def test_unclean_elections_meter_counts_each_election_once(bound: Bound) -> None:
     assert bound.update()[f"{STATS}uncleanleaderelectionspersec_total"] == 0
-    bound.controller.unclean_elections = 2
+    bound.controller.stats.unclean_elections = 2
     assert bound.update()[f"{STATS}uncleanleaderelectionspersec_total"] == 2
     assert bound.update()[f"{STATS}uncleanleaderelectionspersec_total"] == 2
-    bound.controller.unclean_elections = 3
+    bound.controller.stats.unclean_elections = 3
     assert bound.update()[f"{STATS}uncleanleaderelectionspersec_total"] == 3

@@ -9,25 +9,25 @@ replicas to add and RR = ORS - TRS those to remove:
   (or bump the epoch); RR go offline and are deleted; write RS = TRS (no AR/RR) to ZooKeeper; drop
   the partition from ``/admin/reassign_partitions``; UpdateMetadata to every broker.
 
-Runs on the controller's event task; it is split from ``controller.py`` only to keep both readable.
+Handles ZkPartitionReassignment (``/admin/reassign_partitions``); broker startups and ISR changes
+call ``start`` and ``maybe_complete``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
+from controller import events
 from controller import partition_changes as plans
+from controller import state_machines as machines
+from controller.handlers.topic_deletion import TopicDeletions
 from controller.model import Reassignment, TopicPartition
 from controller.partition_changes import ElectionStrategy
+from controller.services import ControllerServices
 from controller.state_tables import PartitionState, ReplicaState
 from zkstore import znodes
-from zkstore.ops import Delete, SetData
-
-if TYPE_CHECKING:
-    from controller.context import ControllerContext
-    from controller.controller import Controller
+from zkstore.ops import Delete, Op, SetData
 
 log = logging.getLogger("controller.reassignment")
 
@@ -43,13 +43,11 @@ def invalid_target(target: tuple[int, ...]) -> str | None:
     return None
 
 
-class ReassignmentManager:
-    def __init__(self, controller: Controller) -> None:
-        self.controller = controller
-
-    @property
-    def context(self) -> ControllerContext:
-        return self.controller.context
+class Reassignments:
+    def __init__(self, services: ControllerServices, deletions: TopicDeletions) -> None:
+        self.services = services
+        self.context = services.context
+        self.deletions = deletions
 
     # -- ZooKeeper
 
@@ -66,11 +64,11 @@ class ReassignmentManager:
                 if moving.removing:
                     removing[p] = moving.removing
         payload = znodes.TopicAssignment(topic, dict(partitions), adding, removing, ctx.topic_ids.get(topic))
-        await self.controller.store.commit([SetData(znodes.topic_path(topic), payload.encode())])
+        await self.services.store.commit([SetData(znodes.topic_path(topic), payload.encode())])
 
     async def _remove_from_admin_znode(self, done: Iterable[TopicPartition]) -> None:
         """B7: drop finished partitions from ``/admin/reassign_partitions``; delete it once empty."""
-        store = self.controller.store
+        store = self.services.store
         found = await store.data_if_exists(znodes.REASSIGN_PARTITIONS)
         if found is None:
             return
@@ -78,6 +76,7 @@ class ReassignmentManager:
         pending = znodes.decode_reassignment(data, znodes.REASSIGN_PARTITIONS) or {}
         for tp in done:
             pending.pop(tp, None)
+        op: Op
         if pending:
             op = SetData(znodes.REASSIGN_PARTITIONS, znodes.encode_reassignment(pending), version)
         else:
@@ -92,6 +91,19 @@ class ReassignmentManager:
 
     # -- entry points
 
+    async def on_zk_reassignment(self, _: events.ZkPartitionReassignment) -> None:
+        svc = self.services
+        if not svc.is_active:
+            return
+        found = await svc.store.data_if_exists(znodes.REASSIGN_PARTITIONS, watch=svc.watches.reassignment)
+        if found is None:
+            return
+        requested = znodes.decode_reassignment(found[0], znodes.REASSIGN_PARTITIONS)
+        if requested is None:  # corrupt: logged by the decoder; drop it so the next request can be made
+            await svc.store.commit_ignoring_missing([Delete(znodes.REASSIGN_PARTITIONS, found[1])])
+            return
+        await self.on_zk_request(requested)
+
     async def on_zk_request(self, requested: Mapping[TopicPartition, tuple[int, ...]]) -> None:
         """Validate a ``/admin/reassign_partitions`` request and start each valid move."""
         ctx = self.context
@@ -104,7 +116,7 @@ class ReassignmentManager:
                 reason = "unknown partition"
             if reason is not None:
                 log.warning("reassignment of %s-%d refused: %s", tp.topic, tp.partition, reason)
-                self.controller.event_log.emit(
+                self.services.event_log.emit(
                     "reassignment_refused",
                     topic=tp.topic,
                     partition=tp.partition,
@@ -130,14 +142,13 @@ class ReassignmentManager:
             await self.start(tp, moving)
 
     async def start(self, tp: TopicPartition, moving: Reassignment) -> None:
-        ctx = self.context
-        controller = self.controller
+        ctx, svc = self.context, self.services
         previous = ctx.reassignments.get(tp)
         old_full = ctx.replicas(tp)
         ctx.reassignments[tp] = moving
         ctx.assignments[tp.topic][tp.partition] = moving.replicas
         await self._write_topic(tp.topic)  # U1/U2
-        controller.event_log.emit(
+        svc.event_log.emit(
             "reassignment_started",
             topic=tp.topic,
             partition=tp.partition,
@@ -153,16 +164,16 @@ class ReassignmentManager:
             return
         change = plans.bump_leader_epoch(ctx, tp, "reassignment started")  # A1
         if change is not None:
-            batch = controller._batch()
-            done, _ = await controller.machines.write([tp], lambda _tp: change)
-            if done:
+            batch = svc.new_batch()
+            written = await svc.apply(machines.write_leadership([tp], lambda _tp: change))
+            if written.done:
                 batch.add_leader_and_isr([r for r in moving.origin if r in ctx.brokers], tp)
                 batch.add_leader_and_isr([r for r in moving.adding if r in ctx.brokers], tp, is_new=True)
-            controller._send(batch)
-        batch = controller._batch()  # A2, for replicas not already started by an earlier attempt
+            svc.send(batch)
+        batch = svc.new_batch()  # A2, for replicas not already started by an earlier attempt
         fresh = [(tp, r) for r in moving.adding if (tp, r) not in ctx.replica_states]
-        await controller.machines.replicas_to(batch, fresh, ReplicaState.NEW)
-        controller._send(batch)
+        await svc.apply(machines.replicas_to(ctx, batch, fresh, ReplicaState.NEW))
+        svc.send(batch)
 
     def _complete(self, tp: TopicPartition, moving: Reassignment) -> bool:
         info = self.context.leadership.get(tp)
@@ -176,52 +187,51 @@ class ReassignmentManager:
                 await self.finish(tp)
 
     async def finish(self, tp: TopicPartition) -> None:
-        ctx = self.context
-        controller = self.controller
+        ctx, svc = self.context, self.services
         moving = ctx.reassignments[tp]
-        batch = controller._batch()
-        await controller.machines.replicas_to(
-            batch, [(tp, r) for r in moving.adding], ReplicaState.ONLINE
-        )  # B1
-        controller._send(batch)
+        batch = svc.new_batch()
+        await svc.apply(
+            machines.replicas_to(ctx, batch, [(tp, r) for r in moving.adding], ReplicaState.ONLINE)
+        )
+        svc.send(batch)  # B1
         ctx.assignments[tp.topic][tp.partition] = moving.target  # B2
         info = ctx.leadership.get(tp)
         leader = info.leader_and_isr.leader if info else -1
-        batch = controller._batch()
+        batch = svc.new_batch()
         if leader not in moving.target or not ctx.is_replica_online(leader):  # B3
-            await controller.machines.partitions_to(
-                batch, [tp], PartitionState.ONLINE, ElectionStrategy.REASSIGN
+            await svc.apply(
+                machines.partitions_to(ctx, batch, [tp], PartitionState.ONLINE, ElectionStrategy.REASSIGN)
             )
         else:
             change = plans.bump_leader_epoch(ctx, tp, "reassignment completed")
             if change is not None:
-                done, _ = await controller.machines.write([tp], lambda _tp: change)
-                if done:
+                written = await svc.apply(machines.write_leadership([tp], lambda _tp: change))
+                if written.done:
                     batch.add_leader_and_isr(moving.target, tp)
-        controller._send(batch)
+        svc.send(batch)
         if moving.removing:
             await self._stop_replicas(tp, list(moving.removing))  # B4/B5
         del ctx.reassignments[tp]
         await self._write_topic(tp.topic)  # B6
         await self._remove_from_admin_znode([tp])  # B7
-        batch = controller._batch()  # B8
+        batch = svc.new_batch()  # B8
         batch.add_update_metadata(ctx.live_or_shutting_down_ids, [tp])
-        controller._send(batch)
-        controller.event_log.emit(
+        svc.send(batch)
+        svc.event_log.emit(
             "reassignment_completed", topic=tp.topic, partition=tp.partition, replicas=moving.target
         )
         log.info("reassignment of %s-%d to %s completed", tp.topic, tp.partition, list(moving.target))
-        await controller._resume_deletions()
+        await self.deletions.resume()
 
     async def _stop_replicas(self, tp: TopicPartition, replicas: list[int]) -> None:
         """Offline -> DeletionStarted -> DeletionSuccessful -> NonExistent for replicas that leave."""
-        machines = self.controller.machines
+        ctx, svc = self.context, self.services
         pairs = [(tp, r) for r in replicas]
-        batch = self.controller._batch()
-        await machines.replicas_to(batch, pairs, ReplicaState.OFFLINE)
-        await machines.replicas_to(batch, pairs, ReplicaState.DELETION_STARTED)
-        self.controller._send(batch)
-        batch = self.controller._batch()
-        await machines.replicas_to(batch, pairs, ReplicaState.DELETION_SUCCESSFUL)
-        await machines.replicas_to(batch, pairs, ReplicaState.NON_EXISTENT)
-        self.controller._send(batch)
+        batch = svc.new_batch()
+        await svc.apply(machines.replicas_to(ctx, batch, pairs, ReplicaState.OFFLINE))
+        await svc.apply(machines.replicas_to(ctx, batch, pairs, ReplicaState.DELETION_STARTED))
+        svc.send(batch)
+        batch = svc.new_batch()
+        await svc.apply(machines.replicas_to(ctx, batch, pairs, ReplicaState.DELETION_SUCCESSFUL))
+        await svc.apply(machines.replicas_to(ctx, batch, pairs, ReplicaState.NON_EXISTENT))
+        svc.send(batch)

@@ -1,0 +1,140 @@
+"""The interpreter of the state machines' effects: ZooKeeper writes with compare-and-set retries.
+
+``state_machines`` decides and yields what it needs written; this is the one place that commits it
+(fenced multi-ops through the store), re-reads and re-plans partitions whose state znode moved,
+records each committed change in the context and the event log, and counts unclean elections.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TypeVar, cast
+
+from kazoo.exceptions import BadVersionError, NodeExistsError
+
+from controller import partition_changes as plans
+from controller.context import ControllerContext
+from controller.partition_changes import LeadershipChange, Refused
+from controller.state_machines import Effect, EnsureZnodes, Steps, WriteLeadership, Written
+from controller.stats import ControllerStats
+from controller.store import ControllerStore
+from daemon.eventlog import EventLog
+from zkstore.ops import Create
+
+log = logging.getLogger("state.change.logger")
+
+T = TypeVar("T")
+
+MAX_WRITE_ATTEMPTS = 5
+"""Compare-and-set rounds before a partition's change is given up (it keeps its state)."""
+
+
+class StateWriter:
+    def __init__(
+        self, context: ControllerContext, store: ControllerStore, events: EventLog, stats: ControllerStats
+    ) -> None:
+        self.context = context
+        self.store = store
+        self.events = events
+        self.stats = stats
+
+    async def apply(self, steps: Steps[T]) -> T:
+        """Run a state-machine transition to its end, performing each effect it yields."""
+        outcome: object = None
+        while True:
+            try:
+                effect = steps.send(outcome)
+            except StopIteration as stop:
+                return cast(T, stop.value)
+            outcome = await self._perform(effect)
+
+    async def _perform(self, effect: Effect) -> object:
+        if isinstance(effect, EnsureZnodes):
+            await self._ensure(effect.paths)
+            return None
+        written = await self._write(effect)
+        if effect.action is not None:
+            self._report(written.refused, effect.action)
+        return written
+
+    async def _ensure(self, paths: Sequence[str]) -> None:
+        """Fenced creation of structural znodes that may already exist (NodeExists is fine)."""
+        for result in await self.store.commit([Create(p) for p in paths]):
+            if isinstance(result, Exception) and not isinstance(result, NodeExistsError):
+                raise result
+
+    async def _write(self, effect: WriteLeadership) -> Written:
+        """Plan, commit and record leadership changes; a stale znode version is re-read and re-planned.
+
+        Without ``retry_stale`` (AlterPartition), a stale version refuses the change instead.
+        """
+        ctx = self.context
+        done: list[LeadershipChange] = []
+        refused: list[Refused] = []
+        pending = list(effect.partitions)
+        for _attempt in range(MAX_WRITE_ATTEMPTS):
+            changes = []
+            for tp in pending:
+                outcome = effect.plan(tp)
+                if isinstance(outcome, Refused):
+                    refused.append(outcome)
+                elif outcome is not None:
+                    changes.append(outcome)
+            if not changes:
+                return Written(done, refused)
+            results = await self.store.commit([c.op(ctx.epoch) for c in changes])
+            stale = []
+            for change, result in zip(changes, results, strict=True):
+                if isinstance(result, BadVersionError):
+                    stale.append(change.tp)
+                elif isinstance(result, Exception):
+                    refused.append(Refused(change.tp, f"ZooKeeper write failed: {type(result).__name__}"))
+                else:
+                    plans.committed(ctx, change, 0 if change.create else result.version)
+                    done.append(change)
+                    self._record(change)
+            if not stale:
+                return Written(done, refused)
+            if not effect.retry_stale:
+                refused += [Refused(tp, "the state znode version changed") for tp in stale]
+                return Written(done, refused)
+            log.info("%d partition states changed under us; re-reading them", len(stale))
+            ctx.leadership.update(await self.store.leadership(stale))
+            pending = stale
+        refused += [Refused(tp, "state znode kept changing; giving up") for tp in pending]
+        return Written(done, refused)
+
+    def _record(self, change: LeadershipChange) -> None:
+        state = self.context.leadership[change.tp].leader_and_isr
+        self.events.emit(
+            "leader_and_isr_change",
+            topic=change.tp.topic,
+            partition=change.tp.partition,
+            leader=state.leader,
+            leader_epoch=state.leader_epoch,
+            isr=state.isr,
+            partition_epoch=state.partition_epoch,
+            controller_epoch=self.context.epoch,
+            reason=change.reason,
+            unclean=change.unclean,
+        )
+        if change.unclean:
+            log.warning(
+                "unclean election for %s-%d: leader %d may have lost committed data",
+                change.tp.topic,
+                change.tp.partition,
+                state.leader,
+            )
+            self.stats.unclean_elections += 1
+
+    def _report(self, refused: Sequence[Refused], action: str) -> None:
+        for r in refused:
+            log.warning("%s of %s-%d failed: %s", action, r.tp.topic, r.tp.partition, r.reason)
+            self.events.emit(
+                "state_change_failed",
+                topic=r.tp.topic,
+                partition=r.tp.partition,
+                action=action,
+                reason=r.reason,
+            )
