@@ -7,46 +7,7 @@
 - ``election`` and ``fencing``: controller election and writes fenced by ``/controller_epoch``;
 - ``batch_read``: multi-read batches for loading hundreds of thousands of znodes;
 - ``local_server``: a real ZooKeeper (standalone or ensemble) for ``make run`` and the tests.
+
+Import the module you need: the package itself imports nothing, so the pure ones (``znodes``,
+``ops``) can be used without loading kazoo.
 """
-
-from zkstore.aio import AsyncZooKeeper, ConnectionEvent
-from zkstore.election import read_controller_epoch, resign, try_elect
-from zkstore.fencing import ControllerMoved, FencedWriter, FencingToken
-from zkstore.local_server import (
-    JavaNotFound,
-    LocalServerError,
-    ZooKeeperEnsemble,
-    ZooKeeperNotFound,
-    ZooKeeperProcess,
-    ZooKeeperServer,
-    ZooKeeperStartError,
-    find_java,
-    four_letter_word,
-    resolve_classpath,
-    server_mode,
-)
-from zkstore.registration import BrokerIdInUse, register_broker
-
-__all__ = [
-    "AsyncZooKeeper",
-    "BrokerIdInUse",
-    "ConnectionEvent",
-    "ControllerMoved",
-    "FencedWriter",
-    "FencingToken",
-    "JavaNotFound",
-    "LocalServerError",
-    "ZooKeeperEnsemble",
-    "ZooKeeperNotFound",
-    "ZooKeeperProcess",
-    "ZooKeeperServer",
-    "ZooKeeperStartError",
-    "find_java",
-    "four_letter_word",
-    "read_controller_epoch",
-    "register_broker",
-    "resign",
-    "resolve_classpath",
-    "server_mode",
-    "try_elect",
-]

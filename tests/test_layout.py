@@ -1,0 +1,134 @@
+"""The layout the docs promise: no import circles, and a controller core that does no I/O.
+
+Both are read off the source with ``ast``, so they hold for imports under ``TYPE_CHECKING`` too
+(a circle there still means two modules that cannot be understood apart).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("protocol", "zkstore", "controller", "broker", "daemon", "cluster", "chaos", "pipeline", "bench")
+
+PURE_CONTROLLER_CORE = (
+    "controller.broker_change",
+    "controller.leader_election",
+    "controller.partition_changes",
+    "controller.alter_partition",
+    "controller.request_batch",
+    "controller.state_tables",
+    "controller.state_machines",
+    "controller.queries",
+    "controller.context",
+    "controller.model",
+)
+"""The modules that decide: classification, elections, partition changes, AlterPartition validation,
+request batches, state tables and transitions, queries, and the data they read."""
+
+IO_MODULES = ("asyncio", "kazoo", "zkstore.aio", "socket", "threading")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(p): p for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+
+
+def imports_of(name: str, path: Path) -> Iterator[str]:
+    """Every module ``path`` imports, absolute, including ``from package import module`` forms."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def project_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {
+        name: {target for target in imports_of(name, path) if target in modules and target != name}
+        for name, path in modules.items()
+    }
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle, as the list of modules around it, or None (iterative DFS)."""
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        path: list[str] = []
+        on_path: set[str] = set()
+        stack: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(graph[start])))]
+        path.append(start)
+        on_path.add(start)
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.pop()
+                on_path.discard(node)
+                done.add(node)
+            elif child in on_path:
+                return [*path[path.index(child) :], child]
+            elif child not in done:
+                stack.append((child, iter(sorted(graph[child]))))
+                path.append(child)
+                on_path.add(child)
+    return None
+
+
+def test_the_project_has_no_import_circle() -> None:
+    cycle = find_cycle(project_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+@pytest.mark.parametrize("module", PURE_CONTROLLER_CORE)
+def test_the_controller_core_imports_nothing_that_does_io(module: str) -> None:
+    """Transitively: a pure module that imports a shell module is not pure either."""
+    graph = project_graph()
+    modules = project_modules()
+    seen, pending = {module}, [module]
+    while pending:
+        current = pending.pop()
+        for target in imports_of(current, modules[current]):
+            io = next((m for m in IO_MODULES if target == m or target.startswith(m + ".")), None)
+            assert io is None, f"{module} reaches {io} through {current}"
+        for target in graph[current] - seen:
+            seen.add(target)
+            pending.append(target)
+
+
+def test_importing_the_controller_core_loads_no_io_module() -> None:
+    """The same promise at run time, in a fresh interpreter (``logging`` brings threading; that is all)."""
+    code = (
+        "import importlib, sys\n"
+        f"for name in {list(PURE_CONTROLLER_CORE)!r}: importlib.import_module(name)\n"
+        "print(sorted(m for m in ('asyncio', 'kazoo', 'zkstore.aio', 'socket') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
