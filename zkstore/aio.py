@@ -84,7 +84,7 @@ class AsyncZooKeeper:
 
     @property
     def connected(self) -> bool:
-        return self.client.connected
+        return bool(self.client.connected)
 
     def on_connection_event(self, callback: Callable[[ConnectionEvent], None]) -> None:
         self._listeners.append(callback)
@@ -154,10 +154,16 @@ class AsyncZooKeeper:
     async def get(
         self, path: str, watch: Callable[[WatchedEvent], None] | None = None
     ) -> tuple[bytes, ZnodeStat]:
-        return await self._await(self.client.get_async(path, watch=watch and self.watcher(watch)))
+        result: tuple[bytes, ZnodeStat] = await self._await(
+            self.client.get_async(path, watch=watch and self.watcher(watch))
+        )
+        return result
 
     async def get_children(self, path: str, watch: Callable[[WatchedEvent], None] | None = None) -> list[str]:
-        return await self._await(self.client.get_children_async(path, watch=watch and self.watcher(watch)))
+        children: list[str] = await self._await(
+            self.client.get_children_async(path, watch=watch and self.watcher(watch))
+        )
+        return children
 
     async def exists(
         self, path: str, watch: Callable[[WatchedEvent], None] | None = None
@@ -173,9 +179,10 @@ class AsyncZooKeeper:
         sequence: bool = False,
         makepath: bool = False,
     ) -> str:
-        return await self._await(
+        created: str = await self._await(
             self.client.create_async(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
         )
+        return created
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         return await self._await(self.client.set_async(path, data, version))
@@ -203,7 +210,8 @@ class AsyncZooKeeper:
                     txn.delete(path, version=version)
                 case Check(path, version):
                     txn.check(path, version)
-        return await self._await(txn.commit_async())
+        results: list[Any] = await self._await(txn.commit_async())
+        return results
 
     async def call(self, request: Any) -> Any:
         """Send a raw kazoo request object (for ops kazoo does not expose, like multi-read)."""

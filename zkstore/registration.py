@@ -50,7 +50,7 @@ async def register_broker(
     while True:
         outcome = await zk.multi([Create(path, b"", ephemeral=True), SetData(path, payload, 0)])
         if not any(isinstance(r, Exception) for r in outcome):
-            epoch = outcome[1].czxid
+            epoch: int = outcome[1].czxid
             log.info("broker %d registered at %s with epoch %d (0x%x)", broker_id, path, epoch, epoch)
             return epoch
         if not isinstance(outcome[0], NodeExistsError):
@@ -60,8 +60,9 @@ async def register_broker(
         except NoNodeError:
             continue  # the previous owner's session just ended: try again
         if stat.ephemeralOwner == zk.session_id:
-            log.info("broker %d already registered by this session with epoch %d", broker_id, stat.czxid)
-            return stat.czxid
+            epoch = stat.czxid
+            log.info("broker %d already registered by this session with epoch %d", broker_id, epoch)
+            return epoch
         if time.monotonic() >= deadline:
             raise BrokerIdInUse(broker_id, stat.ephemeralOwner)
         log.info(
