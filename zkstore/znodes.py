@@ -689,8 +689,12 @@ def _read_reassignment(p: _Payload) -> dict[TopicPartition, tuple[int, ...]]:
 
 def encode_reassignment(reassignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
     return _encode_partition_list(
-        {"topic": tp.topic, "partition": tp.partition, "replicas": list(reassignment[tp])}
-        for tp in sorted(reassignment)
+        {
+            "topic": topic,
+            "partition": partition,
+            "replicas": list(reassignment[TopicPartition(topic, partition)]),
+        }
+        for topic, partition in sorted(reassignment)
     )
 
 
