@@ -6,7 +6,7 @@ VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
-EXTRAS  := test,lint,spark,bench
+EXTRAS  := cli,test,lint,spark,bench
 
 .PHONY: run test lint bench chaos install java clean
 

@@ -6,7 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cluster import admin_cli, lifecycle_cli
+CLI_PACKAGES = ("rich", "confluent_kafka")
+"""What the ``cli`` extra brings (pyproject.toml); the daemons need neither."""
+
+try:
+    from cluster import admin_cli, lifecycle_cli
+except ModuleNotFoundError as missing:  # installed for the daemons only
+    if missing.name not in CLI_PACKAGES:
+        raise
+    sys.exit(
+        f"{missing}: the command-line tools need the cli extra: pip install 'kafka-zk-control-plane[cli]'"
+    )
 
 
 def parser() -> argparse.ArgumentParser:

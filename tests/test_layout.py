@@ -132,3 +132,17 @@ def test_importing_the_controller_core_loads_no_io_module() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_daemons_load_none_of_the_command_line_packages() -> None:
+    """The Docker image installs only the daemons' dependencies (pyproject's ``dependencies``)."""
+    code = (
+        "import sys\n"
+        "import broker.server, controller.daemon, broker.__main__, controller.__main__\n"
+        "print(sorted(m for m in ('rich', 'confluent_kafka', 'kafka', 'pyspark', 'cluster', 'chaos') "
+        "if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
