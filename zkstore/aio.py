@@ -214,9 +214,13 @@ class AsyncZooKeeper:
         return results
 
     async def call(self, request: Any) -> Any:
-        """Send a raw kazoo request object (for ops kazoo does not expose, like multi-read)."""
+        """Send a raw kazoo request object (for ops kazoo does not expose, like multi-read).
+
+        kazoo has no public way to send a request type it does not know; ``_call`` is the one entry
+        its own request methods go through.
+        """
         result = self.client.handler.async_result()
-        self.client._call(request, result)
+        self.client._call(request, result)  # noqa: SLF001
         return await self._await(result)
 
 

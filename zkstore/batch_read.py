@@ -24,6 +24,7 @@ import logging
 import struct
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from kazoo.exceptions import (
@@ -340,103 +341,148 @@ class _Plan:
         return range(start, end)
 
 
+@dataclass(frozen=True, slots=True)
+class _ReadSettings:
+    op_type: int
+    batch_ops: int
+    max_in_flight: int
+    max_response_bytes: int
+    expected_payload: int
+    fallback_in_flight: int
+    use_multi_read: bool | None
+    """None: try multi-read once per session and fall back; True: insist; False: single gets only."""
+
+
 async def _read_many(
     zk: AsyncZooKeeper,
-    op_type: int,
     paths: Sequence[str],
     fallback: Callable[[str], Awaitable[Any]],
-    *,
-    batch_ops: int,
-    max_in_flight: int,
-    max_response_bytes: int,
-    expected_payload: int,
-    fallback_in_flight: int,
-    use_multi_read: bool | None,
+    settings: _ReadSettings,
 ) -> list[Any]:
     out: list[Any] = [None] * len(paths)
     if not paths:
         return out
     chroot = zk.client.chroot or ""
     full_paths = [server_path(chroot, path) for path in paths]  # validates every path up front
-    if use_multi_read is False or (use_multi_read is None and _supported.get(zk) is False):
-        await _one_by_one(fallback, paths, range(len(paths)), out, fallback_in_flight)
+    if settings.use_multi_read is False or (settings.use_multi_read is None and _supported.get(zk) is False):
+        await _one_by_one(fallback, paths, range(len(paths)), out, settings.fallback_in_flight)
         return out
+    await _MultiReader(zk, paths, full_paths, fallback, settings, out).read_all()
+    return out
 
-    plan = _Plan(op_type, full_paths, batch_ops, max_response_bytes, expected_payload)
-    auto = use_multi_read is None
 
-    async def send(batch: range) -> MultiReadResult:
-        ops = [ReadOp(op_type, full_paths[i]) for i in batch]
-        results: MultiReadResult = await zk.call(MultiRead(ops))
+class _MultiReader:
+    """One ``_read_many`` call: cuts the paths into multi-reads and keeps a few of them in flight.
+
+    With ``use_multi_read`` None (``auto``), the first batch probes the server alone; a server that
+    turns out to lack multi-read gets the rest as single gets.
+    """
+
+    def __init__(
+        self,
+        zk: AsyncZooKeeper,
+        paths: Sequence[str],
+        full_paths: list[str],
+        fallback: Callable[[str], Awaitable[Any]],
+        settings: _ReadSettings,
+        out: list[Any],
+    ) -> None:
+        self.zk = zk
+        self.paths = paths
+        self.full_paths = full_paths
+        self.fallback = fallback
+        self.settings = settings
+        self.out = out
+        self.auto = settings.use_multi_read is None
+        self.plan = _Plan(
+            settings.op_type,
+            full_paths,
+            settings.batch_ops,
+            settings.max_response_bytes,
+            settings.expected_payload,
+        )
+
+    async def read_all(self) -> None:
+        pending: set[asyncio.Future[None]] = set()
+        try:
+            while self.plan.next < len(self.full_paths):
+                if self.auto and _supported.get(self.zk) is False:
+                    # Learned mid-way: the rest goes through plain gets, in one bounded pipeline.
+                    rest = range(self.plan.next, len(self.full_paths))
+                    self.plan.next = len(self.full_paths)
+                    pending.add(asyncio.ensure_future(self._fall_back(rest)))
+                    break
+                probe = self.auto and _supported.get(self.zk) is None
+                pending.add(asyncio.ensure_future(self._read_or_fall_back(self.plan.cut(), probe)))
+                # A probe goes alone: nothing else should be in flight if the server drops the connection.
+                pending = await _settle(pending, keep=0 if probe else max(1, self.settings.max_in_flight) - 1)
+            await _settle(pending, keep=0)
+        finally:
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _read_or_fall_back(self, batch: range, probe: bool) -> None:
+        try:
+            await self._read(batch, probe)
+        except _Unsupported:
+            await self._fall_back(batch)
+
+    async def _fall_back(self, batch: range) -> None:
+        await _one_by_one(
+            self.fallback, self.paths, batch, self.out, self.settings.fallback_in_flight, after_rejection=True
+        )
+
+    async def _send(self, batch: range) -> MultiReadResult:
+        ops = [ReadOp(self.settings.op_type, self.full_paths[i]) for i in batch]
+        results: MultiReadResult = await self.zk.call(MultiRead(ops))
         if len(results) != len(batch):
             raise MarshallingError(f"multi-read of {len(batch)} ops returned {len(results)} results")
         return results
 
-    async def run(batch: range, probe: bool) -> None:
+    async def _send_probe(self, batch: range, probe: bool) -> MultiReadResult:
         try:
-            try:
-                results = await send(batch)
-            except ConnectionLoss:
-                if not (auto and probe):
-                    raise
-                # A drop right after the probe could be chance: ask once more (kazoo holds the
-                # request until it has reconnected). Two in a row mean the server rejects it.
-                try:
-                    results = await send(batch)
-                except ConnectionLoss:
-                    _mark_unsupported(zk, "the connection dropped twice on a multi-read")
-                    raise _Unsupported() from None
-        except UnimplementedError:
-            if not auto:
+            return await self._send(batch)
+        except ConnectionLoss:
+            if not (self.auto and probe):
                 raise
-            _mark_unsupported(zk, "the server answered UnimplementedError")
+        # A drop right after the probe could be chance: ask once more (kazoo holds the request until
+        # it has reconnected). Two in a row mean the server rejects it.
+        try:
+            return await self._send(batch)
+        except ConnectionLoss:
+            _mark_unsupported(self.zk, "the connection dropped twice on a multi-read")
+            raise _Unsupported() from None
+
+    async def _read(self, batch: range, probe: bool) -> None:
+        try:
+            results = await self._send_probe(batch, probe)
+        except UnimplementedError:
+            if not self.auto:
+                raise
+            _mark_unsupported(self.zk, "the server answered UnimplementedError")
             raise _Unsupported() from None
         except ConnectionLoss:
             # A batch sent with others, after one of them found the server lacks multi-read: that
             # server closes the connection behind its error, failing every other request in flight.
-            if auto and _supported.get(zk) is False:
+            if self.auto and _supported.get(self.zk) is False:
                 raise _Unsupported() from None
             raise
-        if auto:
-            _supported[zk] = True
+        if self.auto:
+            _supported[self.zk] = True
         log.debug("multi-read of %d ops: %d response bytes", len(batch), results.wire_bytes)
-        plan.learn(len(batch), results.wire_bytes)
-        out[batch.start : batch.stop] = results
+        self.plan.learn(len(batch), results.wire_bytes)
+        self.out[batch.start : batch.stop] = results
 
-    async def run_or_fall_back(batch: range, probe: bool) -> None:
-        try:
-            await run(batch, probe)
-        except _Unsupported:
-            await _one_by_one(fallback, paths, batch, out, fallback_in_flight, after_rejection=True)
 
-    pending: set[asyncio.Future[None]] = set()
-    try:
-        while plan.next < len(full_paths):
-            if auto and _supported.get(zk) is False:
-                # Learned mid-way: the rest goes through plain gets, in one bounded pipeline.
-                rest = range(plan.next, len(full_paths))
-                plan.next = len(full_paths)
-                rest_read = _one_by_one(fallback, paths, rest, out, fallback_in_flight, after_rejection=True)
-                pending.add(asyncio.ensure_future(rest_read))
-                break
-            probe = auto and _supported.get(zk) is None
-            pending.add(asyncio.ensure_future(run_or_fall_back(plan.cut(), probe)))
-            # A probe goes alone: nothing else should be in flight if the server drops the connection.
-            limit = 1 if probe else max(1, max_in_flight)
-            while len(pending) >= limit:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    task.result()
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                task.result()
-    finally:
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-    return out
+async def _settle(pending: set[asyncio.Future[None]], *, keep: int) -> set[asyncio.Future[None]]:
+    """Wait until at most ``keep`` of ``pending`` are unfinished, raising the first failure seen."""
+    while len(pending) > keep:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+    return pending
 
 
 class _Unsupported(Exception):
@@ -464,18 +510,16 @@ async def get_data_many(
     Losing the connection or session raises, like ``zk.get``. Results are read at different zxids:
     this is a batch of reads, not a snapshot. A znode with null data reads as None, as in kazoo.
     """
-    return await _read_many(
-        zk,
+    settings = _ReadSettings(
         GET_DATA,
-        paths,
-        zk.get,
-        batch_ops=batch_ops,
-        max_in_flight=max_in_flight,
-        max_response_bytes=max_response_bytes,
-        expected_payload=expected_data_bytes,
-        fallback_in_flight=fallback_in_flight,
-        use_multi_read=use_multi_read,
+        batch_ops,
+        max_in_flight,
+        max_response_bytes,
+        expected_data_bytes,
+        fallback_in_flight,
+        use_multi_read,
     )
+    return await _read_many(zk, paths, zk.get, settings)
 
 
 async def get_children_many(
@@ -494,15 +538,13 @@ async def get_children_many(
     Same batching, fallback and error rules as :func:`get_data_many`; ``expected_children_bytes``
     is the planning guess for one listing (4 bytes plus the name per child).
     """
-    return await _read_many(
-        zk,
+    settings = _ReadSettings(
         GET_CHILDREN,
-        paths,
-        zk.get_children,
-        batch_ops=batch_ops,
-        max_in_flight=max_in_flight,
-        max_response_bytes=max_response_bytes,
-        expected_payload=expected_children_bytes,
-        fallback_in_flight=fallback_in_flight,
-        use_multi_read=use_multi_read,
+        batch_ops,
+        max_in_flight,
+        max_response_bytes,
+        expected_children_bytes,
+        fallback_in_flight,
+        use_multi_read,
     )
+    return await _read_many(zk, paths, zk.get_children, settings)
