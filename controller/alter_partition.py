@@ -48,17 +48,48 @@ def _check_partition(
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     current = info.leader_and_isr
-    leader_epoch, partition_epoch = entry["leader_epoch"], entry["partition_epoch"]
     new_isr = tuple(entry["new_isr"])
     recovery = entry.get("leader_recovery_state", LeaderRecoveryState.RECOVERED)
+    error = _sender_error(current, broker_id, entry["leader_epoch"], entry["partition_epoch"])
+    if error is not None:
+        return error
+    if new_isr == current.isr and recovery == current.leader_recovery_state:
+        return current  # a retry of a change already made: answer with what is in force
+    error = _proposal_error(context, current, entry["partition_epoch"], new_isr, recovery, version)
+    if error is not None:
+        return error
+    new = LeaderAndIsr(
+        leader=current.leader,
+        leader_epoch=current.leader_epoch,
+        isr=new_isr,
+        partition_epoch=current.partition_epoch,
+        leader_recovery_state=recovery,
+    )
+    return LeadershipChange(tp, new, (), f"AlterPartition from broker {broker_id}")
+
+
+def _sender_error(
+    current: LeaderAndIsr, broker_id: int, leader_epoch: int, partition_epoch: int
+) -> ErrorCode | None:
+    """Whether the request comes from this partition's current leader, as the controller knows it."""
     if partition_epoch > current.partition_epoch or leader_epoch > current.leader_epoch:
         return ErrorCode.NOT_CONTROLLER  # the broker knows a newer state than we do
     if leader_epoch < current.leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
     if broker_id != current.leader:
         return ErrorCode.INVALID_REQUEST  # only the leader manages the ISR (as KRaft's controller checks)
-    if broker_id == current.leader and new_isr == current.isr and recovery == current.leader_recovery_state:
-        return current  # a retry of a change already made: answer with what is in force
+    return None
+
+
+def _proposal_error(
+    context: ControllerContext,
+    current: LeaderAndIsr,
+    partition_epoch: int,
+    new_isr: tuple[int, ...],
+    recovery: LeaderRecoveryState,
+    version: int,
+) -> ErrorCode | None:
+    """Whether the proposed ISR may replace the current one; KIP-841's eligibility check is the last."""
     if partition_epoch < current.partition_epoch:
         return ErrorCode.INVALID_UPDATE_VERSION
     if recovery == LeaderRecoveryState.RECOVERING and len(new_isr) > 1:
@@ -68,19 +99,11 @@ def _check_partition(
         and recovery == LeaderRecoveryState.RECOVERING
     ):
         return ErrorCode.INVALID_REQUEST
-    ineligible = [r for r in new_isr if r not in context.live_broker_ids]
-    if ineligible:
+    if any(r not in context.live_broker_ids for r in new_isr):
         if version >= FIRST_INELIGIBLE_REPLICA_VERSION:
             return ErrorCode.INELIGIBLE_REPLICA
         return ErrorCode.OPERATION_NOT_ATTEMPTED
-    new = LeaderAndIsr(
-        leader=current.leader,
-        leader_epoch=current.leader_epoch,
-        isr=new_isr,
-        partition_epoch=current.partition_epoch,
-        leader_recovery_state=recovery,
-    )
-    return LeadershipChange(tp, new, (), f"AlterPartition from broker {broker_id}")
+    return None
 
 
 def validate(context: ControllerContext, request: dict[str, Any], version: int) -> AlterPartitionPlan:

@@ -15,6 +15,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError
 
 from controller import partition_changes as plans
 from controller.context import ControllerContext
+from controller.model import TopicPartition
 from controller.partition_changes import LeadershipChange, Refused
 from controller.state_machines import Effect, EnsureZnodes, Steps, WriteLeadership, Written
 from controller.stats import ControllerStats
@@ -69,41 +70,51 @@ class StateWriter:
 
         Without ``retry_stale`` (AlterPartition), a stale version refuses the change instead.
         """
-        ctx = self.context
-        done: list[LeadershipChange] = []
-        refused: list[Refused] = []
+        written = Written([], [])
         pending = list(effect.partitions)
         for _attempt in range(MAX_WRITE_ATTEMPTS):
-            changes = []
-            for tp in pending:
-                outcome = effect.plan(tp)
-                if isinstance(outcome, Refused):
-                    refused.append(outcome)
-                elif outcome is not None:
-                    changes.append(outcome)
-            if not changes:
-                return Written(done, refused)
-            results = await self.store.commit([c.op(ctx.epoch) for c in changes])
-            stale = []
-            for change, result in zip(changes, results, strict=True):
-                if isinstance(result, BadVersionError):
-                    stale.append(change.tp)
-                elif isinstance(result, Exception):
-                    refused.append(Refused(change.tp, f"ZooKeeper write failed: {type(result).__name__}"))
-                else:
-                    plans.committed(ctx, change, 0 if change.create else result.version)
-                    done.append(change)
-                    self._record(change)
+            changes = self._plan(effect, pending, written)
+            stale = await self._commit(changes, written) if changes else []
             if not stale:
-                return Written(done, refused)
+                return written
             if not effect.retry_stale:
-                refused += [Refused(tp, "the state znode version changed") for tp in stale]
-                return Written(done, refused)
+                written.refused.extend(Refused(tp, "the state znode version changed") for tp in stale)
+                return written
             log.info("%d partition states changed under us; re-reading them", len(stale))
-            ctx.leadership.update(await self.store.leadership(stale))
+            self.context.leadership.update(await self.store.leadership(stale))
             pending = stale
-        refused += [Refused(tp, "state znode kept changing; giving up") for tp in pending]
-        return Written(done, refused)
+        written.refused.extend(Refused(tp, "state znode kept changing; giving up") for tp in pending)
+        return written
+
+    @staticmethod
+    def _plan(
+        effect: WriteLeadership, pending: list[TopicPartition], written: Written
+    ) -> list[LeadershipChange]:
+        """The changes to commit for ``pending``; refusals go straight to ``written``."""
+        changes = []
+        for tp in pending:
+            outcome = effect.plan(tp)
+            if isinstance(outcome, Refused):
+                written.refused.append(outcome)
+            elif outcome is not None:
+                changes.append(outcome)
+        return changes
+
+    async def _commit(self, changes: list[LeadershipChange], written: Written) -> list[TopicPartition]:
+        """Commit ``changes`` in fenced multi-ops; record the ones that took, return the stale ones."""
+        ctx = self.context
+        results = await self.store.commit([c.op(ctx.epoch) for c in changes])
+        stale = []
+        for change, result in zip(changes, results, strict=True):
+            if isinstance(result, BadVersionError):
+                stale.append(change.tp)
+            elif isinstance(result, Exception):
+                written.refused.append(Refused(change.tp, f"ZooKeeper write failed: {type(result).__name__}"))
+            else:
+                plans.committed(ctx, change, 0 if change.create else result.version)
+                written.done.append(change)
+                self._record(change)
+        return stale
 
     def _record(self, change: LeadershipChange) -> None:
         state = self.context.leadership[change.tp].leader_and_isr

@@ -51,25 +51,34 @@ class BrokerChanges:
         if change.new:
             await self._on_broker_startup(change.new)
         if change.bounced:
-            for b in change.bounced:
-                del ctx.brokers[b]
-            await self._on_broker_failure(change.bounced)
-            for b in change.bounced:
-                ctx.brokers[b] = current[b]
-                svc.connect(current[b])
-            await self._on_broker_startup(change.bounced)
+            await self._on_brokers_bounced(change.bounced, current)
         if change.dead:
-            # As in Kafka, dead brokers leave the live set only now, after the new and bounced ones
-            # were handled; this line marks the point for readers of the log (the KIP-841 audit).
-            for b in change.dead:
-                del ctx.brokers[b]
-            svc.event_log.emit(
-                "brokers_removed",
-                controller_epoch=ctx.epoch,
-                brokers=change.dead,
-                epochs={str(b): info.epoch for b, info in sorted(ctx.brokers.items())},
-            )
-            await self._on_broker_failure(change.dead)
+            await self._on_brokers_dead(change.dead)
+
+    async def _on_brokers_bounced(self, bounced: tuple[int, ...], current: Mapping[int, LiveBroker]) -> None:
+        """Failed with their old epoch, then started with the new one (and a fresh channel)."""
+        ctx, svc = self.context, self.services
+        for b in bounced:
+            del ctx.brokers[b]
+        await self._on_broker_failure(bounced)
+        for b in bounced:
+            ctx.brokers[b] = current[b]
+            svc.connect(current[b])
+        await self._on_broker_startup(bounced)
+
+    async def _on_brokers_dead(self, dead: tuple[int, ...]) -> None:
+        ctx, svc = self.context, self.services
+        # As in Kafka, dead brokers leave the live set only now, after the new and bounced ones
+        # were handled; this line marks the point for readers of the log (the KIP-841 audit).
+        for b in dead:
+            del ctx.brokers[b]
+        svc.event_log.emit(
+            "brokers_removed",
+            controller_epoch=ctx.epoch,
+            brokers=dead,
+            epochs={str(b): info.epoch for b, info in sorted(ctx.brokers.items())},
+        )
+        await self._on_broker_failure(dead)
 
     def _log_change(
         self, change: BrokerChange, cached: Mapping[int, int], current: Mapping[int, LiveBroker]
