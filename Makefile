@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test lint bench chaos install java clean
+.PHONY: run test lint typecheck check bench chaos install java clean
 
 install: $(STAMP)
 
@@ -37,6 +37,13 @@ test: install java
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+# What CI runs: the habits first (they are quick), then the tests.
+check: lint typecheck test
 
 bench: install
 	$(PY) -m bench.codec
