@@ -108,7 +108,8 @@ def _fixed_code(con: Construct) -> str | None:
     if con is Flag:
         return "?"
     if isinstance(con, FormatField):
-        return con.fmtstr[1:]
+        code: str = con.fmtstr[1:]
+        return code
     return None
 
 
@@ -155,8 +156,8 @@ class _Source:
         text = "\n".join([f"def {signature}:", *self.lines, f"    return {body_result}", ""])
         code = compile(text, f"<fastpath {signature}>", "exec")
         exec(code, self.namespace)
-        fn = self.namespace[signature.split("(")[0]]
-        fn.__source__ = text
+        fn: Callable[..., Any] = self.namespace[signature.split("(")[0]]
+        fn.__source__ = text  # type: ignore[attr-defined]
         return fn
 
 
@@ -330,6 +331,33 @@ def _encode_length(src: _Source, run: _EncodeRun, con: KString | KBytes | KArray
         run.flush()
 
 
+def _encode_sized(src: _Source, run: _EncodeRun, con: KString | KBytes | KArray, value: str) -> None:
+    """A string, bytes or array field: its length then its content, or the null marker."""
+    v = src.name("v")
+    src.emit(f"{v} = {value}")
+    if con.nullable:
+        run.flush()
+        src.emit(f"if {v} is None:")
+        null = b"\x00" if con.compact else struct.pack(">h" if isinstance(con, KString) else ">i", -1)
+        src.emit(f"    out += {src.const(null, 'B')}")
+        src.emit("else:")
+        src.indent += 1
+    if isinstance(con, KString):
+        raw = src.name("s")
+        src.emit(f"{raw} = {v}.encode('utf-8')")
+        src.emit(f"if {v}.__class__ is not str: raise FastPathMiss")
+        _encode_length(src, run, con, f"len({raw})")
+        src.emit(f"out += {raw}")
+    elif isinstance(con, KBytes):
+        _encode_bytes(src, run, con, v)
+    else:
+        src.emit(f"if {v}.__class__ is not list and {v}.__class__ is not tuple: raise FastPathMiss")
+        _encode_length(src, run, con, f"len({v})")
+        _encode_array_items(src, con, v)
+    if con.nullable:
+        src.indent -= 1
+
+
 def _encode_struct(src: _Source, struct_con: KStruct, obj: str) -> None:
     run = _EncodeRun(src)
     for name, con in _fields(struct_con):
@@ -345,29 +373,7 @@ def _encode_struct(src: _Source, struct_con: KStruct, obj: str) -> None:
             src.emit(f"if {u}.__class__ is not _UUID: raise FastPathMiss")
             run.add("16s", f"{u}.bytes")
         elif isinstance(con, (KString, KBytes, KArray)):
-            v = src.name("v")
-            src.emit(f"{v} = {value}")
-            if con.nullable:
-                run.flush()
-                src.emit(f"if {v} is None:")
-                null = b"\x00" if con.compact else struct.pack(">h" if isinstance(con, KString) else ">i", -1)
-                src.emit(f"    out += {src.const(null, 'B')}")
-                src.emit("else:")
-                src.indent += 1
-            if isinstance(con, KString):
-                raw = src.name("s")
-                src.emit(f"{raw} = {v}.encode('utf-8')")
-                src.emit(f"if {v}.__class__ is not str: raise FastPathMiss")
-                _encode_length(src, run, con, f"len({raw})")
-                src.emit(f"out += {raw}")
-            elif isinstance(con, KBytes):
-                _encode_bytes(src, run, con, v)
-            else:
-                src.emit(f"if {v}.__class__ is not list and {v}.__class__ is not tuple: raise FastPathMiss")
-                _encode_length(src, run, con, f"len({v})")
-                _encode_array_items(src, con, v)
-            if con.nullable:
-                src.indent -= 1
+            _encode_sized(src, run, con, value)
         elif isinstance(con, KStruct):
             run.flush()
             src.emit(f"if {value}.__class__ is not dict: raise FastPathMiss")

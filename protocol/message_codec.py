@@ -142,6 +142,7 @@ class MessageCodec:
 
     def reference_encode(self, body: dict[str, Any]) -> bytes:
         try:
-            return self.schema.build(body)
+            encoded: bytes = self.schema.build(body)
+            return encoded
         except ConstructError as exc:
             raise ProtocolError(f"{self.label}: {_describe(exc)}") from None

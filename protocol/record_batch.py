@@ -200,7 +200,7 @@ def crc_valid(batch: Buffer) -> bool:
     if len(batch) < HEADER_SIZE:
         return False
     (stored,) = struct.unpack_from(">I", batch, _CRC_OFFSET)
-    return _crc_of(batch, 0, len(batch)) == stored
+    return bool(_crc_of(batch, 0, len(batch)) == stored)
 
 
 def check_batch(batch: Buffer) -> RecordBatchHeader:
@@ -303,36 +303,46 @@ def decode_records(batch: Buffer) -> list[Record]:
     pos = HEADER_SIZE
     records = []
     for i in range(header.records_count):
-        what = f"record {i}"
-        length, pos = _read_zigzag(batch, pos, end, 5, what)
-        record_end = pos + length
-        if length < 1 or record_end > end:
-            raise CorruptRecordBatch(f"{what}: length {length} does not fit the batch")
-        attributes = batch[pos]
-        timestamp_delta, pos = _read_zigzag(batch, pos + 1, record_end, 10, what)
-        offset_delta, pos = _read_zigzag(batch, pos, record_end, 5, what)
-        key, pos = _read_blob(batch, pos, record_end, f"{what} key")
-        value, pos = _read_blob(batch, pos, record_end, f"{what} value")
-        count, pos = _read_zigzag(batch, pos, record_end, 5, f"{what} headers")
-        if count < 0 or count > record_end - pos:
-            raise CorruptRecordBatch(f"{what}: invalid header count {count}")
-        headers = []
-        for j in range(count):
-            raw_key, pos = _read_blob(batch, pos, record_end, f"{what} header {j} key")
-            if raw_key is None:
-                raise CorruptRecordBatch(f"{what} header {j}: null key")
-            try:
-                header_key = raw_key.decode("utf-8")
-            except UnicodeDecodeError:
-                raise CorruptRecordBatch(f"{what} header {j}: key is not UTF-8") from None
-            header_value, pos = _read_blob(batch, pos, record_end, f"{what} header {j} value")
-            headers.append((header_key, header_value))
-        if pos != record_end:
-            raise CorruptRecordBatch(f"{what}: {record_end - pos} bytes left over inside the record")
-        records.append(Record(offset_delta, timestamp_delta, key, value, tuple(headers), attributes))
+        record, pos = _decode_record(batch, pos, end, f"record {i}")
+        records.append(record)
     if pos != end:
         raise CorruptRecordBatch(f"batch at byte 0: {end - pos} bytes after its last record")
     return records
+
+
+def _decode_record(batch: Buffer, pos: int, end: int, what: str) -> tuple[Record, int]:
+    """The record at ``pos`` (its varint length first) and the position after it."""
+    length, pos = _read_zigzag(batch, pos, end, 5, what)
+    record_end = pos + length
+    if length < 1 or record_end > end:
+        raise CorruptRecordBatch(f"{what}: length {length} does not fit the batch")
+    attributes = batch[pos]
+    timestamp_delta, pos = _read_zigzag(batch, pos + 1, record_end, 10, what)
+    offset_delta, pos = _read_zigzag(batch, pos, record_end, 5, what)
+    key, pos = _read_blob(batch, pos, record_end, f"{what} key")
+    value, pos = _read_blob(batch, pos, record_end, f"{what} value")
+    count, pos = _read_zigzag(batch, pos, record_end, 5, f"{what} headers")
+    if count < 0 or count > record_end - pos:
+        raise CorruptRecordBatch(f"{what}: invalid header count {count}")
+    headers = []
+    for j in range(count):
+        header, pos = _decode_header(batch, pos, record_end, f"{what} header {j}")
+        headers.append(header)
+    if pos != record_end:
+        raise CorruptRecordBatch(f"{what}: {record_end - pos} bytes left over inside the record")
+    return Record(offset_delta, timestamp_delta, key, value, tuple(headers), attributes), pos
+
+
+def _decode_header(batch: Buffer, pos: int, end: int, what: str) -> tuple[tuple[str, bytes | None], int]:
+    raw_key, pos = _read_blob(batch, pos, end, f"{what} key")
+    if raw_key is None:
+        raise CorruptRecordBatch(f"{what}: null key")
+    try:
+        key = raw_key.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorruptRecordBatch(f"{what}: key is not UTF-8") from None
+    value, pos = _read_blob(batch, pos, end, f"{what} value")
+    return (key, value), pos
 
 
 def _encode_blob(blob: bytes | None, out: bytearray) -> None:

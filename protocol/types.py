@@ -74,14 +74,15 @@ class WireError(ConstructError):
 
 
 def _remaining(stream: Any, path: str) -> int:
-    return stream_size(stream) - stream_tell(stream, path)
+    remaining: int = stream_size(stream) - stream_tell(stream, path)
+    return remaining
 
 
 def read_uvarint(stream: Any, path: str) -> int:
     """An unsigned LEB128 varint of at most 32 bits, as Kafka's compact lengths and tags use."""
     value = 0
     for i in range(_MAX_UVARINT32_BYTES):
-        byte = stream_read(stream, 1, path)[0]
+        byte: int = stream_read(stream, 1, path)[0]
         value |= (byte & 0x7F) << (7 * i)
         if not byte & 0x80:
             if value > 0xFFFFFFFF:
@@ -148,7 +149,7 @@ class KString(_LengthPrefixed):
             return None
         if n > _remaining(stream, path):
             raise WireError(f"string length {n} exceeds the {_remaining(stream, path)} bytes left", path=path)
-        raw = stream_read(stream, n, path)
+        raw: bytes = stream_read(stream, n, path)
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -193,7 +194,8 @@ class KBytes(_LengthPrefixed):
             return None
         if n > _remaining(stream, path):
             raise WireError(f"bytes length {n} exceeds the {_remaining(stream, path)} bytes left", path=path)
-        return stream_read(stream, n, path)
+        data: bytes = stream_read(stream, n, path)
+        return data
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         if obj is None:
@@ -364,7 +366,8 @@ def min_size(con: Construct) -> int:
     if con is TaggedFields:
         return 1
     if isinstance(con, FormatField) or con is Flag or con is Uuid:
-        return con.sizeof()
+        size: int = con.sizeof()
+        return size
     raise TypeError(f"no minimum size known for {con!r}")
 
 
@@ -406,7 +409,7 @@ def default(field: Renamed, value: Any) -> Renamed:
     ``high_watermark`` 0 as real values, while -1 means "unknown", as Kafka's own error responses say.
     The wire format does not change.
     """
-    field.kafka_default = value  # type: ignore[attr-defined]
+    field.kafka_default = value
     return field
 
 
