@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import IO, Any
 
 from daemon.runtime import die_with_parent
 from protocol import ApiKey, ProtocolError, decode_request_header, encode_response, error_response_body
@@ -253,11 +253,12 @@ def _child_command(args: argparse.Namespace, first_id: int, count: int) -> list[
     return command
 
 
-def _read_json_line(stream: TextIO, key: str) -> dict[str, Any]:
+def _read_json_line(stream: IO[str], key: str) -> dict[str, Any]:
     for line in stream:
         line = line.strip()
         if line.startswith("{") and key in line:
-            return json.loads(line)[key]
+            value: dict[str, Any] = json.loads(line)[key]
+            return value
     raise RuntimeError(f"an ack-broker process ended without its {key!r} line")
 
 

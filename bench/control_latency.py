@@ -49,6 +49,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import uvloop
+
 from bench.codec import topic_states
 from bench.machine import machine, write_report
 from bench.zookeeper import zookeeper_workdir
@@ -290,7 +292,8 @@ async def _load(share: LoadShare) -> None:
         for i, (r, w) in enumerate(streams)
     ]
     share.ready.set()
-    while not share.stop.is_set() and not all(t.done() for t in tasks):
+    # share.stop is a multiprocessing.Event set by the parent process: it cannot be awaited.
+    while not share.stop.is_set() and not all(t.done() for t in tasks):  # noqa: ASYNC110
         await asyncio.sleep(0.1)
     for task in tasks:
         task.cancel()
@@ -301,13 +304,7 @@ def load_worker(share: LoadShare) -> None:
     """A load-generator process: its own event loop, so the load never shares the probe's."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    try:
-        import uvloop
-
-        runner = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    runner(_load(share))
+    uvloop.run(_load(share))
 
 
 class LoadGenerator:

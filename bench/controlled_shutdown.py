@@ -114,7 +114,9 @@ async def one_run(server: ZooKeeperServer, index: int, partitions: int, workdir:
         "error": ErrorCode(response["error_code"]).name,
         "remaining_partitions": len(response["remaining_partitions"]),
         "handled_duration_ms": handled["duration_ms"],
-        "controller_cpu_s": None if None in (cpu_before, cpu_after) else round(cpu_after - cpu_before, 2),
+        "controller_cpu_s": (
+            None if cpu_before is None or cpu_after is None else round(cpu_after - cpu_before, 2)
+        ),
         "led": handled["led"],
         "followed": handled["followed"],
         "started_to_last_ack_s": round(max(map(event_time, after)) - event_time(began), 3) if after else None,

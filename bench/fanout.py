@@ -186,7 +186,7 @@ def run_one(mode: str, ports: list[int], partitions: int) -> dict[str, Any]:
     out = subprocess.run(
         command, check=True, stdout=subprocess.PIPE, text=True, preexec_fn=die_with_parent
     ).stdout
-    result = json.loads(out.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     result["process_wall_s"] = round(time.perf_counter() - started, 2)
     return result
 

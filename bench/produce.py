@@ -31,13 +31,14 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from bench.machine import machine, write_report
 from bench.zookeeper import zookeeper_workdir
 from cluster.admin import create_topic
-from cluster.processes import BrokerProcess, ControllerProcess
+from cluster.processes import BrokerProcess, ControllerProcess, Event
 from daemon.runtime import die_with_parent
 from zkstore.aio import AsyncZooKeeper
 
@@ -226,12 +227,24 @@ def profile(pid: int, seconds: float, out: Path) -> dict[str, Any]:
         function, _, where = frames[-1].partition(" (")
         own[f"{function} ({where.split(':')[0]})"] += n
     expected = seconds * 100  # py-spy's default rate: 100 samples/s
-    share = lambda c: [[k, round(v / expected, 3)] for k, v in c.most_common(12)]  # noqa: E731
+
+    def share(counts: collections.Counter[str]) -> list[list[Any]]:
+        return [[k, round(v / expected, 3)] for k, v in counts.most_common(12)]
+
     return {
         "gil_held_share": round(total / expected, 3),
         "by_thread": share(threads),
         "by_function": share(own),
     }
+
+
+def _took_role(event: Event, *, partition: int) -> bool:
+    """The broker became leader or follower of ``partition`` of the benchmark's topic."""
+    return (
+        event["kind"] in ("become_leader", "become_follower")
+        and event.get("topic") == TOPIC
+        and event.get("partition") == partition
+    )
 
 
 async def run(settings: Settings, workdir: Path, zk_connect: str) -> dict[str, Any]:
@@ -255,14 +268,7 @@ async def run(settings: Settings, workdir: Path, zk_connect: str) -> dict[str, A
         await create_topic(zk, TOPIC, replicas)
         for broker in brokers:
             for p in (p for p, r in replicas.items() if broker.broker_id in r):
-                await broker.wait_event(
-                    lambda e, p=p: (
-                        e["kind"] in ("become_leader", "become_follower")
-                        and e.get("topic") == TOPIC
-                        and e.get("partition") == p
-                    ),
-                    timeout=60,
-                )
+                await broker.wait_event(partial(_took_role, partition=p), timeout=60)
         servers = ",".join("{}:{}".format(*b.endpoint("PLAINTEXT")) for b in brokers)
         loop = asyncio.get_running_loop()
         leader_pid = next(b for b in brokers if b.broker_id == replicas[0][0]).process.pid  # type: ignore[union-attr]

@@ -21,8 +21,9 @@ def zookeeper_workdir(prefix: str, heap: str | None = None) -> Iterator[tuple[Zo
     stopped and the directory removed afterwards, also on errors and Ctrl-C: no JVM is left behind."""
     with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
         workdir = Path(tmp)
-        options = {} if heap is None else {"jvm_opts": jvm_opts(heap)}
-        server = ZooKeeperServer(data_dir=workdir / "zookeeper", **options)
+        server = ZooKeeperServer(
+            data_dir=workdir / "zookeeper", jvm_opts=DEFAULT_JVM_OPTS if heap is None else jvm_opts(heap)
+        )
         try:
             server.start()
             yield server, workdir
