@@ -31,18 +31,17 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from daemon.frames import StreamEnded, TruncatedFrame, read_frame
 from protocol import (
     FrameTooLarge,
     ProtocolError,
     RequestHeader,
     UnsupportedVersionError,
     decode_request_header,
-    frame_size,
 )
 
 log = logging.getLogger("broker.network")
 
-_SIZE = 4
 _READ_LIMIT = 1 << 20
 
 
@@ -495,17 +494,11 @@ class Listener:
     ) -> str | None:
         """Read one request and queue its answer; a string (empty at a clean EOF) ends the connection."""
         try:
-            prefix = await reader.readexactly(_SIZE)
-        except asyncio.IncompleteReadError as exc:
-            return "" if not exc.partial else "connection closed inside a size prefix"
-        try:
-            size = frame_size(prefix, self.max_frame_size)
-        except FrameTooLarge as exc:
-            return f"{exc} (socket.request.max.bytes)"
-        try:
-            frame = prefix + await reader.readexactly(size)
-        except asyncio.IncompleteReadError:
-            return f"connection closed inside a {size}-byte request"
+            frame = await read_frame(reader, self.max_frame_size)
+        except StreamEnded:
+            return ""
+        except (TruncatedFrame, FrameTooLarge) as exc:
+            return str(exc)
         received = time.monotonic()
         try:
             header, offset = decode_request_header(frame, self.max_frame_size)

@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.frames import read_frame, recv_frame
 from protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     FrameTooLarge,
@@ -25,7 +26,6 @@ from protocol import (
     decode_response,
     encode_request,
     encode_request_header,
-    frame_size,
 )
 
 __all__ = ["BlockingConnection", "KafkaConnection"]
@@ -170,10 +170,7 @@ class KafkaConnection:
     async def _read_responses(self) -> None:
         try:
             while True:
-                prefix = await self._reader.readexactly(_INT32.size)
-                size = frame_size(prefix, self.max_frame_size)
-                payload = await self._reader.readexactly(size)
-                self._resolve(prefix + payload)
+                self._resolve(await read_frame(self._reader, self.max_frame_size))
         except asyncio.IncompleteReadError as exc:
             self._abort("closed by the server", exc)
         except FrameTooLarge as exc:
@@ -240,31 +237,18 @@ class BlockingConnection:
         try:
             self._sock.settimeout(timeout)
             self._sock.sendall(encode_request(api_key, api_version, correlation_id, self.client_id, body))
-            prefix = self._read(_INT32.size)
-            size = frame_size(prefix, self.max_frame_size)
-            frame = prefix + self._read(size)
+            frame = recv_frame(self._sock, self.max_frame_size)
             got, response = decode_response(api_key, api_version, frame, self.max_frame_size)
         except TimeoutError as exc:
             self.close()
             raise TimeoutError(f"no response from {self.endpoint} within {timeout} s") from exc
-        except (OSError, FrameTooLarge, ProtocolError) as exc:
+        except (OSError, asyncio.IncompleteReadError, ProtocolError) as exc:
             self.close()
             raise ConnectionError(f"connection to {self.endpoint} failed: {exc}") from exc
         if got != correlation_id:
             self.close()
             raise ConnectionError(f"{self.endpoint} answered {got} where {correlation_id} was due")
         return response
-
-    def _read(self, n: int) -> bytes:
-        buffer = bytearray(n)
-        view = memoryview(buffer)
-        pos = 0
-        while pos < n:
-            got = self._sock.recv_into(view[pos:])
-            if not got:
-                raise ConnectionError("connection closed by the server")
-            pos += got
-        return bytes(buffer)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -22,17 +22,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.frames import StreamEnded, read_frame
 from protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     SUPPORTED_VERSIONS,
     ErrorCode,
+    FrameTooLarge,
     ProtocolError,
     RequestHeader,
     UnsupportedVersionError,
     decode_request_header,
     encode_response,
     error_response_body,
-    frame_size,
     message_codec,
 )
 
@@ -42,7 +43,6 @@ log = logging.getLogger("daemon.server")
 
 RequestHandler = Callable[[RequestHeader, dict[str, Any]], Awaitable[dict[str, Any]]]
 
-_SIZE_PREFIX_BYTES = 4
 _READ_LIMIT = 1 << 20
 """StreamReader buffer high-water mark: large enough that a big control request is read in few pauses."""
 
@@ -147,9 +147,12 @@ class RequestServer:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             while True:
-                frame = await self._read_frame(reader)
-                if frame is None:
+                try:
+                    frame = await read_frame(reader, self.max_frame_size)
+                except StreamEnded:
                     return
+                except FrameTooLarge as exc:
+                    raise _CloseConnection(str(exc)) from None
                 response = await self._answer(frame, peer)
                 writer.write(response)
                 await writer.drain()
@@ -164,20 +167,6 @@ class RequestServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
-
-    async def _read_frame(self, reader: asyncio.StreamReader) -> bytes | None:
-        """The next whole frame, prefix included; None on a clean end of stream between frames."""
-        try:
-            prefix = await reader.readexactly(_SIZE_PREFIX_BYTES)
-        except asyncio.IncompleteReadError as exc:
-            if not exc.partial:
-                return None
-            raise
-        try:
-            size = frame_size(prefix, self.max_frame_size)
-        except ProtocolError as exc:
-            raise _CloseConnection(str(exc)) from None
-        return prefix + await reader.readexactly(size)
 
     async def _answer(self, frame: bytes, peer: str) -> bytes:
         """The response frame to one request frame; raises _CloseConnection where Kafka would close."""

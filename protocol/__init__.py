@@ -17,7 +17,7 @@ from protocol.codec import (
 from protocol.error_codes import ErrorCode
 from protocol.error_response import error_response_body
 from protocol.errors import CorruptRecordBatch, FrameTooLarge, ProtocolError, UnsupportedVersionError
-from protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, check_frame, frame_size
+from protocol.framing import DEFAULT_MAX_FRAME_SIZE, check_frame, frame_size
 from protocol.headers import RequestHeader
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
 from protocol.registry import SUPPORTED_VERSIONS, is_supported, message_codec
@@ -35,7 +35,6 @@ __all__ = [
     "CorruptRecordBatch",
     "Encoded",
     "ErrorCode",
-    "FrameReader",
     "FrameTooLarge",
     "ProtocolError",
     "RequestHeader",
