@@ -2,38 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import logging
 import sys
 
 from broker import config as broker_config
-from daemon.config import ConfigError
+from daemon import runtime
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m broker", description=__doc__)
-    parser.add_argument("--config", help="Java properties file (KAFKA_* environment variables override it)")
-    parser.add_argument("--log-level", default="INFO")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s [%(name)s] %(message)s"
-    )
-    try:
-        config = broker_config.load(args.config)
-    except ConfigError as exc:
-        print(f"invalid configuration: {exc}", file=sys.stderr)
-        return 2
-    logging.getLogger("broker").info("configuration:\n%s", config.loaded.describe() if config.loaded else "")
-    from broker.server import run
+    from broker.server import BrokerServer
 
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(run(config))
-    else:
-        uvloop.run(run(config))
-    return 0
+    return runtime.main(
+        argv, prog="python -m broker", description=__doc__, load=broker_config.load, daemon=BrokerServer
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -39,7 +38,6 @@ from daemon.config import advertised
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
-from daemon.runtime import tune_interpreter
 from protocol import ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
@@ -66,6 +64,7 @@ def log_config(config: BrokerConfig) -> LogConfig:
 class BrokerServer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
+        self.name = f"broker {config.broker_id}"
         self.identity = BrokerIdentity(config.broker_id)
         self.control_priority = ControlPriority() if config.control_plane_listener_name else None
         for directory in config.log_dirs:
@@ -216,6 +215,10 @@ class BrokerServer:
             priority=self.control_priority if control else None,
             max_waiting=1 if control else DATA_PLANE_MAX_WAITING,
         )
+
+    def running(self) -> str:
+        endpoints = ", ".join(e.connection_string for e in self.advertised)
+        return f"epoch {self.identity.epoch}, {endpoints}"
 
     async def stop(self) -> None:
         self.events.emit("shutdown_started", broker_epoch=self.identity.epoch)
@@ -384,22 +387,3 @@ async def cluster_id(zk: AsyncZooKeeper) -> str:
     except (ValueError, KeyError, TypeError):
         log.error("%s holds %r, not Kafka's JSON; using it as the id", CLUSTER_ID, data[:60])
         return data.decode("utf-8", "replace")
-
-
-async def run(config: BrokerConfig) -> None:
-    tune_interpreter()
-    server = BrokerServer(config)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await server.start()
-    log.info(
-        "broker %d running with epoch %d: %s",
-        config.broker_id,
-        server.identity.epoch,
-        ", ".join(e.connection_string for e in server.advertised),
-    )
-    await stop.wait()
-    log.info("broker %d stopping", config.broker_id)
-    await server.stop()

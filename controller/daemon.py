@@ -7,9 +7,7 @@ so the endpoint it publishes in ``/controller`` is already serving.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,6 @@ from controller.metrics import ControllerMetrics
 from daemon.config import advertised
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
-from daemon.runtime import tune_interpreter
 from daemon.server import RequestServer
 from protocol import ApiKey, RequestHeader
 
@@ -41,6 +38,10 @@ class ControllerDaemon:
             self._handle, name="controller-rpc", api_keys=(ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION)
         )
         self.metrics_port: int | None = None
+        self.name = f"controller {config.controller_id}"
+
+    def running(self) -> str:
+        return f"rpc {self.controller.rpc_endpoint.connection_string}, metrics port {self.metrics_port}"
 
     async def _handle(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
         if header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
@@ -67,22 +68,3 @@ class ControllerDaemon:
         await self.rpc.close()
         await self.controller.stop()
         self.metrics.stop()
-
-
-async def run(config: ControllerConfig) -> None:
-    tune_interpreter()
-    daemon = ControllerDaemon(config)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await daemon.start()
-    log.info(
-        "controller %d running: rpc %s, metrics port %s",
-        config.controller_id,
-        daemon.controller.rpc_endpoint.connection_string,
-        daemon.metrics_port,
-    )
-    await stop.wait()
-    log.info("controller %d stopping", config.controller_id)
-    await daemon.stop()
