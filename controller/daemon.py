@@ -7,7 +7,6 @@ so the endpoint it publishes in ``/controller`` is already serving.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,6 @@ from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.server import RequestServer
 from protocol import ApiKey, RequestHeader
-
-log = logging.getLogger("controller.daemon")
 
 
 class ControllerDaemon:
