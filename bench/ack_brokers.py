@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import uvloop
+
 from daemon.runtime import die_with_parent
 from protocol import ApiKey, ProtocolError, decode_request_header, encode_response, error_response_body
 from protocol.framing import DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX, frame_size
@@ -411,12 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     if args.processes > 1:
         return _supervise(args)
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(_serve(args))
-    else:
-        uvloop.run(_serve(args))
+    uvloop.run(_serve(args))
     return 0
 
 

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import uvloop
+
 from bench.ack_brokers import AckBrokers
 from bench.failover import cpu_stall_us, stall_share
 from bench.machine import machine, write_report
@@ -167,12 +169,7 @@ async def measure(mode: str, ports: list[int], partitions: int) -> dict[str, Any
 
 def run_child(args: argparse.Namespace) -> None:
     ports = [int(p) for p in args.ports.split(",")]
-    try:
-        import uvloop
-    except ImportError:
-        result = asyncio.run(measure(args.mode, ports, args.partitions))
-    else:
-        result = uvloop.run(measure(args.mode, ports, args.partitions))
+    result = uvloop.run(measure(args.mode, ports, args.partitions))
     print(json.dumps(result), flush=True)
 
 
