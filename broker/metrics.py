@@ -10,23 +10,30 @@ a Kafka MBean: the broker epoch and rejected control requests by API and error.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from broker.log import AppendInfo
-from broker.network import Request
+from broker.network import Request, RequestChannel
+from broker.replica_manager import ReplicaManager
 from daemon.metrics import Metrics
 from protocol import ErrorCode
 from protocol.registry import api_spec
 
-if TYPE_CHECKING:
-    from broker.server import BrokerServer
-
 
 class BrokerMetrics:
-    def __init__(self, metrics: Metrics, broker: BrokerServer) -> None:
+    """Gauges read the parts they are given; the broker feeds the meters through the methods below."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        *,
+        data: RequestChannel,
+        control: RequestChannel | None,
+        replicas: ReplicaManager,
+        epoch: Callable[[], int],
+    ) -> None:
         self.metrics = metrics
         network, server = "kafka.network", "kafka.server"
-        data, control = broker.data_channel, broker.control_channel
         metrics.gauge_fn(
             network, "RequestChannel", "RequestQueueSize", "Data-plane requests queued", lambda: data.size
         )
@@ -51,7 +58,7 @@ class BrokerMetrics:
             "Share of the control-plane handler's time spent idle since the last scrape",
             lambda: control.idle_fraction() if control else 1.0,
         )
-        rm = broker.replica_manager
+        rm = replicas
         metrics.gauge_fn(server, "ReplicaManager", "LeaderCount", "Partitions led here", rm.leader_count)
         metrics.gauge_fn(
             server, "ReplicaManager", "PartitionCount", "Partitions hosted here", rm.partition_count
@@ -68,7 +75,7 @@ class BrokerMetrics:
             "KafkaServer",
             "BrokerEpoch",
             "This broker's epoch (czxid of its registration)",
-            lambda: broker.identity.epoch,
+            epoch,
         )
         metrics.gauge_fn(
             server,
@@ -83,7 +90,6 @@ class BrokerMetrics:
         self.isr_expands = metrics.meter(
             server, "ReplicaManager", "IsrExpandsPerSec", "Committed ISR expansions"
         )
-        rm.on_isr_change = lambda expanded: (self.isr_expands if expanded else self.isr_shrinks).inc()
         purgatory = metrics.gauge(
             server,
             "DelayedOperationPurgatory",
@@ -100,8 +106,6 @@ class BrokerMetrics:
         self.replication_bytes_out = metrics.meter(
             server, topics, "ReplicationBytesOutPerSec", "Record bytes fetched by followers"
         )
-        broker.produce_api.on_append = self.appended
-        broker.fetch_api.on_read = self.fetched
         labels = ("request",)
         self.requests = metrics.meter(network, "RequestMetrics", "RequestsPerSec", "Requests handled", labels)
         self.queue_time = metrics.timer(
@@ -119,6 +123,9 @@ class BrokerMetrics:
         self.errors = metrics.meter(
             network, "RequestMetrics", "ErrorsPerSec", "Responses by top-level error", ("request", "error")
         )
+
+    def isr_changed(self, expanded: bool) -> None:
+        (self.isr_expands if expanded else self.isr_shrinks).inc()
 
     def appended(self, info: AppendInfo) -> None:
         self.messages_in.inc(info.records)

@@ -129,8 +129,17 @@ class BrokerServer:
             if config.control_plane_listener_name
             else None
         )
-        self.broker_metrics = BrokerMetrics(self.metrics, self)
+        self.broker_metrics = BrokerMetrics(
+            self.metrics,
+            data=self.data_channel,
+            control=self.control_channel,
+            replicas=self.replica_manager,
+            epoch=lambda: self.identity.epoch,
+        )
         self.apis.on_handled = self.broker_metrics.request_handled
+        self.replica_manager.on_isr_change = self.broker_metrics.isr_changed
+        self.produce_api.on_append = self.broker_metrics.appended
+        self.fetch_api.on_read = self.broker_metrics.fetched
         self.listeners: dict[str, Listener] = {}
         self.advertised: tuple[znodes.Endpoint, ...] = ()
         self.zk = AsyncZooKeeper(
