@@ -24,7 +24,9 @@ from broker.network import Close, Outcome, Request, Result
 from broker.replica_manager import ReplicaManager
 from daemon.eventlog import EventLog
 from protocol import (
+    CONTROL_APIS,
     SUPPORTED_VERSIONS,
+    UNKNOWN_BROKER_EPOCH,
     ApiKey,
     ErrorCode,
     ProtocolError,
@@ -56,10 +58,6 @@ def api_versions_entries(api_keys: Collection[int]) -> list[dict[str, int]]:
         for k in sorted(api_keys)
         if k in SUPPORTED_VERSIONS
     ]
-
-
-CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA})
-UNKNOWN_BROKER_EPOCH = -1
 
 
 @dataclass
@@ -144,7 +142,7 @@ class KafkaApis:
     def _encode(self, request: Request, response: dict[str, Any]) -> bytes:
         header = request.header
         if self.on_handled is not None:
-            self.on_handled(request, response.get("error_code", 0))
+            self.on_handled(request, response.get("error_code", ErrorCode.NONE))
         return encode_response(header.api_key, header.api_version, header.correlation_id, response)
 
     def _when_done(self, request: Request, reply: Future[dict[str, Any]]) -> Future[Result]:
@@ -180,7 +178,11 @@ class KafkaApis:
         header = request.header
         if self._stale_epoch(request, body):
             errors = [
-                {"topic_name": t["topic_name"], "partition_index": s["partition_index"], "error_code": 77}
+                {
+                    "topic_name": t["topic_name"],
+                    "partition_index": s["partition_index"],
+                    "error_code": ErrorCode.STALE_BROKER_EPOCH,
+                }
                 for t in body["topic_states"]
                 for s in t["partition_states"]
             ]
@@ -231,7 +233,7 @@ class KafkaApis:
         self, request: Request, body: dict[str, Any], response: dict[str, Any], started: float
     ) -> None:
         header = request.header
-        error = ErrorCode(response.get("error_code", 0))
+        error = ErrorCode(response.get("error_code", ErrorCode.NONE))
         partition_errors = [p for p in response.get("partition_errors", []) if p["error_code"]]
         self.events.emit(
             "control_request_handled",

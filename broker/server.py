@@ -21,7 +21,7 @@ from collections.abc import Callable
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from broker.alter_partition_manager import AlterPartitionManager
-from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis
+from broker.apis import BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
 from broker.fetch import FetchApi
 from broker.log import LogConfig
@@ -38,7 +38,7 @@ from daemon.config import advertised
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
-from protocol import ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
+from protocol import CONTROL_APIS, ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.registration import register_broker

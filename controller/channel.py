@@ -266,9 +266,11 @@ class ChannelManager:
             return
         correlation_id, body, latency_ms = response
         fields: dict[str, Any] = {"correlation_id": correlation_id, **request.summary}
-        fields["error"] = _error_name(body.get("error_code", 0))
+        fields["error"] = _error_name(body.get("error_code", ErrorCode.NONE))
         if "partition_errors" in body:
-            fields["partition_errors"] = sum(1 for p in body["partition_errors"] if p["error_code"] != 0)
+            fields["partition_errors"] = sum(
+                1 for p in body["partition_errors"] if p["error_code"] != ErrorCode.NONE
+            )
         fields.update(latency_ms=round(latency_ms, 3), queue_ms=round(queue_ms, 3))
         self._emit("response_received", broker, request, fields)
 

@@ -28,7 +28,7 @@ from controller.state_writer import StateWriter
 from controller.stats import ControllerStats
 from controller.store import ControllerStore
 from daemon.eventlog import EventLog
-from protocol import ApiKey
+from protocol import ApiKey, ErrorCode
 from zkstore.znodes import Endpoint
 
 log = logging.getLogger("controller")
@@ -115,7 +115,9 @@ class ControllerServices:
             }
             self.enqueue(
                 events.TopicDeletionStopReplicaResponse(
-                    broker_id=broker, error=response.get("error_code", 0), partition_errors=errors
+                    broker_id=broker,
+                    error=response.get("error_code", ErrorCode.NONE),
+                    partition_errors=errors,
                 )
             )
 

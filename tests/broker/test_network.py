@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 
-from broker.apis import CONTROL_APIS, BrokerIdentity, KafkaApis
+from broker.apis import BrokerIdentity, KafkaApis
 from broker.metadata_cache import MetadataCache
 from broker.network import ControlPriority, Listener, Outcome, Request, RequestChannel, Result
 from broker.replica_manager import ReplicaManager
 from daemon.eventlog import EventLog
 from protocol import (
+    CONTROL_APIS,
     SUPPORTED_VERSIONS,
     ApiKey,
     ErrorCode,
