@@ -19,6 +19,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
@@ -188,6 +189,12 @@ class AlterPartitionManager:
         _, response = await connection.send(
             ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body, timeout=self.timeout_s
         )
+        self._settle(batch, names, response)
+
+    def _settle(
+        self, batch: dict[TopicPartition, Proposal], names: dict[uuid.UUID, str], response: dict[str, Any]
+    ) -> None:
+        """Hand every proposal of ``batch`` its outcome from ``response``; retry on a passing error."""
         top = response["error_code"]
         if top != ErrorCode.NONE:
             if top in (ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT):
@@ -200,13 +207,13 @@ class AlterPartitionManager:
             name = names.get(topic["topic_id"])
             for p in topic["partitions"]:
                 tp = TopicPartition(name or "", p["partition_index"])
-                proposal = batch.get(tp)
-                if proposal is None:
+                answer = batch.get(tp)
+                if answer is None:
                     continue
                 answered.add(tp)
                 self.on_outcome(
                     Outcome(
-                        proposal,
+                        answer,
                         ErrorCode(p["error_code"]),
                         tuple(p["isr"]),
                         p["leader_epoch"],

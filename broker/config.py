@@ -323,20 +323,20 @@ class BrokerConfig:
         return self.log_dirs[0]
 
 
-def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
-    listeners = parse_listeners("listeners", loaded["listeners"])
-    if not listeners:
-        raise ConfigError("listeners", "at least one listener is needed")
-    names = [e.listener_name for e in listeners]
-    if loaded["advertised.listeners"]:
-        advertised = parse_listeners("advertised.listeners", loaded["advertised.listeners"])
-        unknown = [e.listener_name for e in advertised if e.listener_name not in names]
-        if unknown:
-            raise ConfigError("advertised.listeners", f"listeners {unknown} are not in listeners {names}")
-        given = {e.listener_name for e in advertised}
-        advertised += [e for e in listeners if e.listener_name not in given]
-    else:
-        advertised = list(listeners)
+def _advertised(loaded: LoadedConfig, listeners: list[Endpoint], names: list[str]) -> list[Endpoint]:
+    """advertised.listeners, completed with the listeners it leaves out (Kafka's rule)."""
+    if not loaded["advertised.listeners"]:
+        return list(listeners)
+    advertised = parse_listeners("advertised.listeners", loaded["advertised.listeners"])
+    unknown = [e.listener_name for e in advertised if e.listener_name not in names]
+    if unknown:
+        raise ConfigError("advertised.listeners", f"listeners {unknown} are not in listeners {names}")
+    given = {e.listener_name for e in advertised}
+    return advertised + [e for e in listeners if e.listener_name not in given]
+
+
+def _security_protocols(loaded: LoadedConfig, names: list[str]) -> dict[str, str]:
+    """Each listener's security protocol; only PLAINTEXT is served, the others are refused here."""
     if loaded["listener.security.protocol.map"]:
         protocols = {}
         for item in loaded["listener.security.protocol.map"]:
@@ -361,20 +361,37 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
             "listener.security.protocol.map",
             f"only PLAINTEXT listeners are served, not {', '.join(encrypted)}",
         )
+    return protocols
+
+
+def _control_plane(loaded: LoadedConfig, names: list[str], inter_broker: str) -> str | None:
+    """KIP-291's listener: one of the listeners, and not the inter-broker one."""
+    control_plane: str | None = loaded["control.plane.listener.name"].upper() or None
+    if control_plane is None:
+        return None
+    if control_plane not in names:
+        raise ConfigError(
+            "control.plane.listener.name", f"{control_plane} is not one of the listeners {names}"
+        )
+    if control_plane == inter_broker:
+        raise ConfigError(
+            "control.plane.listener.name",
+            f"{control_plane} is also inter.broker.listener.name; the control plane needs its own",
+        )
+    return control_plane
+
+
+def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
+    listeners = parse_listeners("listeners", loaded["listeners"])
+    if not listeners:
+        raise ConfigError("listeners", "at least one listener is needed")
+    names = [e.listener_name for e in listeners]
+    advertised = _advertised(loaded, listeners, names)
+    protocols = _security_protocols(loaded, names)
     inter_broker = loaded["inter.broker.listener.name"].upper()
     if inter_broker not in names:
         raise ConfigError("inter.broker.listener.name", f"{inter_broker} is not one of the listeners {names}")
-    control_plane = loaded["control.plane.listener.name"].upper() or None
-    if control_plane is not None:
-        if control_plane not in names:
-            raise ConfigError(
-                "control.plane.listener.name", f"{control_plane} is not one of the listeners {names}"
-            )
-        if control_plane == inter_broker:
-            raise ConfigError(
-                "control.plane.listener.name",
-                f"{control_plane} is also inter.broker.listener.name; the control plane needs its own",
-            )
+    control_plane = _control_plane(loaded, names, inter_broker)
     log_dirs = tuple(Path(d) for d in (loaded["log.dirs"] or [f"/tmp/kafka-logs-{loaded['broker.id']}"]))
     if len(log_dirs) > 1:
         raise ConfigError("log.dirs", "more than one log directory is not supported; give one")

@@ -324,7 +324,7 @@ class _ArrivalReader(asyncio.StreamReader):
         self._unread = 0
         self._active = False
 
-    def feed_data(self, data: bytes) -> None:
+    def feed_data(self, data: bytes) -> None:  # type: ignore[override]  # the loop feeds bytes
         super().feed_data(data)
         self._unread += len(data)
         if not self._active:

@@ -78,7 +78,7 @@ class ReplicaFetcher(threading.Thread):
         endpoint: tuple[str, int],
         settings: FetcherSettings,
         on_change: Callable[[TopicPartition], None],
-        emit: Callable[..., None],
+        emit: Callable[..., object],
         checkpoint: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__(name=f"ReplicaFetcherThread-0-{leader_id}", daemon=True)
@@ -230,13 +230,13 @@ class ReplicaFetcher(threading.Thread):
         for topic in response["topics"]:
             for answer in topic["partitions"]:
                 tp = TopicPartition(topic["topic"], answer["partition"])
-                fetching = partitions.get(tp)
-                if fetching is None or not self._current(tp, fetching):
+                asking = partitions.get(tp)
+                if asking is None or not self._current(tp, asking):
                     continue
                 if answer["error_code"] != ErrorCode.NONE:
-                    self._fail(tp, fetching, answer["error_code"])
+                    self._fail(tp, asking, answer["error_code"])
                     continue
-                self._truncate_one(tp, fetching, latest[tp], answer["leader_epoch"], answer["end_offset"])
+                self._truncate_one(tp, asking, latest[tp], answer["leader_epoch"], answer["end_offset"])
 
     def _truncate_one(
         self, tp: TopicPartition, fetching: _Fetching, local_epoch: int | None, epoch: int, end_offset: int
@@ -305,10 +305,10 @@ class ReplicaFetcher(threading.Thread):
         for topic in response["responses"]:
             for answer in topic["partitions"]:
                 tp = TopicPartition(topic["topic"], answer["partition_index"])
-                fetching = partitions.get(tp)
-                if fetching is not None:
+                fetched = partitions.get(tp)
+                if fetched is not None:
                     self.checkpoint()
-                    self._apply(tp, fetching, answer)
+                    self._apply(tp, fetched, answer)
 
     def _apply(self, tp: TopicPartition, fetching: _Fetching, answer: dict[str, Any]) -> None:
         error = answer["error_code"]
@@ -362,7 +362,7 @@ class ReplicaFetcherManager:
         self,
         settings: FetcherSettings,
         on_change: Callable[[TopicPartition], None],
-        emit: Callable[..., None],
+        emit: Callable[..., object],
         checkpoint: Callable[[], None] = lambda: None,
     ) -> None:
         self.settings = settings

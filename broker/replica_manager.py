@@ -321,7 +321,10 @@ class ReplicaManager:
             else:
                 partition.pending_isr = None  # back to the last committed ISR; a later check may retry
                 committed = False
-            fields = {"isr": list(partition.isr), "partition_epoch": partition.partition_epoch}
+            fields: dict[str, Any] = {
+                "isr": list(partition.isr),
+                "partition_epoch": partition.partition_epoch,
+            }
         self.events.emit(
             "isr_changed" if committed else "isr_change_refused",
             topic=tp.topic,

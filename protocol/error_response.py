@@ -90,10 +90,13 @@ def _element(struct_con: KStruct, name: str) -> KStruct:
     (field,) = (sc for sc in struct_con.subcons if sc.name == name)
     while isinstance(field, Renamed):
         field = field.subcon
-    return field.element
+    element: KStruct = field.element
+    return element
 
 
-def _mirrored_topics(schema: KStruct, mirror: _Mirror, request: dict[str, Any], error_code: int) -> list:
+def _mirrored_topics(
+    schema: KStruct, mirror: _Mirror, request: dict[str, Any], error_code: int
+) -> list[dict[str, Any]]:
     topic_con = _element(schema, mirror.response_topics)
     topics = []
     for requested in request.get(mirror.request_topics) or ():
@@ -126,7 +129,7 @@ def error_response_body(
     Raises ProtocolError for an API or version the codec does not implement.
     """
     schema = message_codec(api_key, api_version, "response").schema
-    body = _empty(schema)
+    body: dict[str, Any] = _empty(schema)
     if "error_code" in body:
         body["error_code"] = error_code
     mirror = _MIRRORS.get(api_key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Literal
 
-from protocol.api import ApiKey, ApiSpec
+from protocol.api import ApiSpec
 from protocol.errors import ProtocolError
 from protocol.headers import (
     request_header_schema,
@@ -45,7 +45,7 @@ APIS: dict[int, ApiSpec] = {
     )
 }
 
-SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, ...]] = {spec.key: spec.versions for spec in APIS.values()}
+SUPPORTED_VERSIONS: dict[int, tuple[int, ...]] = {spec.key: spec.versions for spec in APIS.values()}
 """API key -> the versions implemented, for ApiVersions answers and version negotiation."""
 
 Kind = Literal["request", "response"]

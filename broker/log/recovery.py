@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from broker.log.epoch_cache import LeaderEpochCache
@@ -56,20 +57,11 @@ def load_segments(
     epochs are rebuilt from the first batch on.
     """
     bases = sorted({b for p in directory.glob(f"*{LOG_SUFFIX}") if (b := _base_offset(p)) is not None})
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-        for path in directory.glob(f"*{suffix}"):
-            if _base_offset(path) not in bases:
-                log.info("%s: deleting %s, whose segment is gone", directory.name, path.name)
-                path.unlink()
+    _delete_orphan_indexes(directory, bases)
     segments = [Segment.open(directory, base, index_interval_bytes) for base in bases]
     rebuild_epochs = not epochs.trusted and any(s.size for s in segments)
     check_from = 0 if rebuild_epochs else max(bisect_right(bases, recovery_point) - 1, 0)
-
-    def on_batch(header: RecordBatchHeader) -> None:
-        latest = epochs.latest_epoch
-        if header.partition_leader_epoch >= 0 and (latest is None or header.partition_leader_epoch > latest):
-            epochs.assign(header.partition_leader_epoch, header.base_offset)
-
+    on_batch = partial(_record_epoch, epochs)
     loaded = Loaded([])
     previous_end = 0
     for i, segment in enumerate(segments):
@@ -97,6 +89,21 @@ def load_segments(
     for segment in loaded.segments[:-1]:
         segment.close_index_files()
     return loaded
+
+
+def _delete_orphan_indexes(directory: Path, bases: list[int]) -> None:
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for path in directory.glob(f"*{suffix}"):
+            if _base_offset(path) not in bases:
+                log.info("%s: deleting %s, whose segment is gone", directory.name, path.name)
+                path.unlink()
+
+
+def _record_epoch(epochs: LeaderEpochCache, header: RecordBatchHeader) -> None:
+    """A checked batch's epoch joins the cache when it is above its latest: a scan never rewinds it."""
+    latest = epochs.latest_epoch
+    if header.partition_leader_epoch >= 0 and (latest is None or header.partition_leader_epoch > latest):
+        epochs.assign(header.partition_leader_epoch, header.base_offset)
 
 
 def _delete(segments: list[Segment]) -> None:
