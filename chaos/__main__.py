@@ -194,7 +194,7 @@ def list_command(args: argparse.Namespace) -> int:
         rows.append(
             (
                 run_dir.name,
-                f"{finished['duration_s']:.0f} s" if checked else "unfinished",
+                f"{finished['duration_s']:.0f} s" if finished is not None else "unfinished",
                 v.acked,
                 v.failed,
                 len(v.lost) if checked else "-",

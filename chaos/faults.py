@@ -108,7 +108,7 @@ class ClusterInjector:
             self._epochs[step.target] = await self._broker_epoch(entry["id"])
         elif entry["role"] == "controller" and step.fault != "pause":
             self._starts[step.target] = _controller_starts(entry)
-        if not launcher.alive(pid):
+        if pid is None or not launcher.alive(pid):
             self._note_crash(step.target, entry["role"], pid)
             await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
             await self.settle(step)

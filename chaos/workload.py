@@ -20,6 +20,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from chaos import ChaosError
+from cluster.admin_cli import passing_consume_error
 from daemon.eventlog import EventLog
 
 log = logging.getLogger("chaos.workload")
@@ -195,10 +196,12 @@ def read_back(
             for message in consumer.consume(num_messages=500, timeout=0.5):
                 error = message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF or error.retriable():
+                    if passing_consume_error(error):
                         continue
                     raise ChaosError(f"reading {topic}: {error.str()}")
                 partition, offset = message.partition(), message.offset()
+                if partition is None or offset is None:  # only error events lack them
+                    continue
                 if offset >= ends[partition][1]:
                     continue
                 value = message.value()

@@ -192,6 +192,24 @@ def _int_field(entry: Mapping[str, object], key: str, where: str) -> int:
     return value
 
 
+def _plan_entry(entry: object, where: str) -> tuple[TopicPartition, tuple[int, ...]]:
+    """One ``{"topic", "partition", "replicas"[, "log_dirs"]}`` entry of a plan, checked strictly."""
+    if not isinstance(entry, dict):
+        raise AdminError(f"{where} must be an object with 'topic', 'partition' and 'replicas'")
+    topic = entry.get("topic")
+    if not isinstance(topic, str):
+        raise AdminError(f"{where}: 'topic' must be a string")
+    tp = TopicPartition(topic, _int_field(entry, "partition", where))
+    replicas = entry.get("replicas")
+    if not isinstance(replicas, list):
+        raise AdminError(f"{where}: 'replicas' must be a list of broker ids")
+    target = tuple(_int_field({"replicas": r}, "replicas", where) for r in replicas)
+    log_dirs = entry.get("log_dirs")
+    if log_dirs is not None and (not isinstance(log_dirs, list) or any(d != "any" for d in log_dirs)):
+        raise AdminError(f"{where}: only 'any' log directories are supported")
+    return tp, target
+
+
 def parse_reassignment_plan(text: str) -> Plan:
     """A reassignment plan in Kafka's JSON (``{"version":1,"partitions":[...]}``), checked strictly.
 
@@ -212,20 +230,7 @@ def parse_reassignment_plan(text: str) -> Plan:
     plan: Plan = {}
     duplicates: list[str] = []
     for number, entry in enumerate(entries):
-        where = f"partitions[{number}]"
-        if not isinstance(entry, dict):
-            raise AdminError(f"{where} must be an object with 'topic', 'partition' and 'replicas'")
-        topic = entry.get("topic")
-        if not isinstance(topic, str):
-            raise AdminError(f"{where}: 'topic' must be a string")
-        tp = TopicPartition(topic, _int_field(entry, "partition", where))
-        replicas = entry.get("replicas")
-        if not isinstance(replicas, list):
-            raise AdminError(f"{where}: 'replicas' must be a list of broker ids")
-        target = tuple(_int_field({"replicas": r}, "replicas", where) for r in replicas)
-        log_dirs = entry.get("log_dirs")
-        if log_dirs is not None and (not isinstance(log_dirs, list) or any(d != "any" for d in log_dirs)):
-            raise AdminError(f"{where}: only 'any' log directories are supported")
+        tp, target = _plan_entry(entry, f"partitions[{number}]")
         if tp in plan:
             duplicates.append(str(tp))
         plan[tp] = target

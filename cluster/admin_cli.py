@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.exceptions import KazooException
 
@@ -38,9 +38,14 @@ __all__ = [
     "register",
 ]
 
+if TYPE_CHECKING:  # confluent-kafka is imported when a command needs it: the CLI starts faster
+    from confluent_kafka import Consumer, KafkaError, Message
+
 DEFAULT_ZOOKEEPER = "127.0.0.1:2181"
 ZOOKEEPER_ENV = "KAFKA_ZOOKEEPER_CONNECT"
 CONSUMER_GROUP = "python-m-cluster-consume"
+UNASSIGNED_PARTITION = -1
+"""librdkafka's RD_KAFKA_PARTITION_UA: let the partitioner choose."""
 """librdkafka requires a group.id even for assign(); nothing is ever committed under it."""
 CLIENT_LISTENER = "PLAINTEXT"
 
@@ -585,11 +590,11 @@ def produce_records(
         offset = message.offset() if message.offset() >= 0 else None
         report.partitions.setdefault(message.partition(), AcknowledgedRange()).add(offset)
 
-    extra = {} if partition is None else {"partition": partition}
+    chosen = UNASSIGNED_PARTITION if partition is None else partition
     for key, value in records:
         while True:
             try:
-                producer.produce(topic, value=value, key=key, on_delivery=delivered, **extra)
+                producer.produce(topic, value=value, key=key, partition=chosen, on_delivery=delivered)
                 break
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 producer.poll(0.1)
@@ -675,14 +680,7 @@ def consume_records(
     Stops after ``max_messages`` records, or once no record has come for ``idle_timeout_s`` seconds (as the
     console consumer's --timeout-ms), else runs until interrupted.
     """
-    from confluent_kafka import (
-        OFFSET_BEGINNING,
-        OFFSET_END,
-        Consumer,
-        KafkaError,
-        KafkaException,
-        TopicPartition,
-    )
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, TopicPartition
 
     config = {
         "bootstrap.servers": servers,
@@ -696,19 +694,7 @@ def consume_records(
         raise AdminError(f"cannot create a consumer: {exc}") from None
     count = 0
     try:
-        try:
-            metadata = consumer.list_topics(topic, timeout=max(10.0, idle_timeout_s or 0.0))
-        except KafkaException as exc:
-            raise AdminError(f"no metadata for {topic} from {servers}: {exc}") from None
-        found = metadata.topics.get(topic)
-        if found is None or found.error is not None:
-            reason = found.error.str() if found is not None and found.error is not None else "unknown topic"
-            raise AdminError(f"topic {topic}: {reason}")
-        partitions = sorted(found.partitions)
-        if partition is not None:
-            if partition not in partitions:
-                raise AdminError(f"topic {topic} has no partition {partition} (it has {len(partitions)})")
-            partitions = [partition]
+        partitions = _partitions_to_read(consumer, servers, topic, partition, idle_timeout_s)
         start = OFFSET_BEGINNING if from_beginning else OFFSET_END
         consumer.assign([TopicPartition(topic, p, start) for p in partitions])
         last_record = time.monotonic()
@@ -716,23 +702,10 @@ def consume_records(
             wanted = 500 if max_messages is None else min(500, max_messages - count)
             batch = consumer.consume(num_messages=wanted, timeout=0.2)
             for message in batch:
-                error = message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF and not error.retriable():
-                        raise AdminError(f"consuming {topic}: {error.str()}")
-                    continue
-                count += 1
-                stamp_type, stamp = message.timestamp()
-                on_record(
-                    ConsumedRecord(
-                        topic,
-                        message.partition(),
-                        message.offset(),
-                        stamp if stamp_type else None,
-                        _text(message.key()),
-                        _text(message.value()),
-                    )
-                )
+                record = _record_of(message, topic)
+                if record is not None:
+                    count += 1
+                    on_record(record)
             if batch:
                 last_record = time.monotonic()
             elif idle_timeout_s is not None and time.monotonic() - last_record >= idle_timeout_s:
@@ -740,6 +713,52 @@ def consume_records(
     finally:
         consumer.close()
     return count
+
+
+def _partitions_to_read(
+    consumer: Consumer, servers: str, topic: str, partition: int | None, idle_timeout_s: float | None
+) -> list[int]:
+    """The topic's partitions (or the one asked for), or an AdminError naming what is missing."""
+    from confluent_kafka import KafkaException
+
+    try:
+        metadata = consumer.list_topics(topic, timeout=max(10.0, idle_timeout_s or 0.0))
+    except KafkaException as exc:
+        raise AdminError(f"no metadata for {topic} from {servers}: {exc}") from None
+    found = metadata.topics.get(topic)
+    if found is None or found.error is not None:
+        reason = found.error.str() if found is not None and found.error is not None else "unknown topic"
+        raise AdminError(f"topic {topic}: {reason}")
+    partitions = sorted(found.partitions)
+    if partition is None:
+        return partitions
+    if partition not in partitions:
+        raise AdminError(f"topic {topic} has no partition {partition} (it has {len(partitions)})")
+    return [partition]
+
+
+def _record_of(message: Message, topic: str) -> ConsumedRecord | None:
+    """The record a consumed message carries; None for a passing event (a partition's end)."""
+    error = message.error()
+    if error is not None:
+        if not passing_consume_error(error):
+            raise AdminError(f"consuming {topic}: {error.str()}")
+        return None
+    partition, offset = message.partition(), message.offset()
+    if partition is None or offset is None:  # only error events lack them
+        return None
+    stamp_type, stamp = message.timestamp()
+    return ConsumedRecord(
+        topic, partition, offset, stamp if stamp_type else None, _text(message.key()), _text(message.value())
+    )
+
+
+def passing_consume_error(error: KafkaError) -> bool:
+    """A consume error to read past: the end of a partition, or one librdkafka retries by itself."""
+    from confluent_kafka import KafkaError
+
+    # librdkafka's partition-end code, which confluent-kafka exposes under an underscore name.
+    return bool(error.code() == KafkaError._PARTITION_EOF or error.retriable())  # noqa: SLF001
 
 
 def run_consume(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from functools import partial
 from pathlib import Path
 
 from broker.config import KEYS as BROKER_KEYS
@@ -30,8 +31,13 @@ def render(page: str) -> str:
         pattern = _block(name)
         if not pattern.search(page):
             raise ValueError(f"no <!-- keys:{name} --> … <!-- /keys:{name} --> block")
-        page = pattern.sub(lambda m, keys=keys: m.group(1) + reference_table(keys) + m.group(2), page)
+        page = pattern.sub(partial(_fill, reference_table(keys)), page)
     return page
+
+
+def _fill(table: str, block: re.Match[str]) -> str:
+    """A marked block with ``table`` between its markers."""
+    return block.group(1) + table + block.group(2)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -122,8 +122,8 @@ def _entry(
     }
 
 
-async def up(directory: Path, layout: Layout) -> dict[str, Any]:
-    """Start everything, wait until the brokers serve and a controller has finished failover."""
+def _claim(directory: Path) -> Path:
+    """The cluster directory, absolute and created; ClusterError if a cluster there still runs."""
     directory = directory.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     if state_path(directory).exists():
@@ -133,6 +133,12 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
             raise ClusterError(
                 f"a cluster is already running in {directory} ({', '.join(running)}); `down` it first"
             )
+    return directory
+
+
+async def up(directory: Path, layout: Layout) -> dict[str, Any]:
+    """Start everything, wait until the brokers serve and a controller has finished failover."""
+    directory = await asyncio.to_thread(_claim, directory)
     zookeeper, zk_entries = _start_zookeeper(directory, layout.zookeeper_nodes)
     connect = zookeeper.connect_string
     processes: list[dict[str, Any]] = list(zk_entries)

@@ -49,12 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"pipeline: {exc}", file=sys.stderr)
         return 2
-    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
     from pipeline.report import audit, render, write
     from pipeline.session import local_session
 
-    owned = SparkContext._active_spark_context is None  # a caller's session (tests) is left running
+    owned = SparkSession.getActiveSession() is None  # a caller's session (tests) is left running
     spark = local_session()
     try:
         report = audit(spark, inputs, args.run)

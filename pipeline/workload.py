@@ -28,7 +28,8 @@ def workload_no_loss(history: DataFrame, events: DataFrame) -> CheckResult:
     finished = events.filter(F.col("run").isNotNull() & (F.col("kind") == "run_finished"))
     per_run = history.groupBy("run").agg(F.count(F.when(F.col("kind") == "consumed", True)).alias("consumed"))
     runs = per_run.join(finished.select("run").distinct().withColumn("finished", F.lit(True)), "run", "left")
-    complete, incomplete = [], []
+    complete: list[str] = []
+    incomplete: list[str] = []
     for row in runs.collect():
         (complete if row["finished"] else incomplete).append(row["run"])
     if not complete and not incomplete:
