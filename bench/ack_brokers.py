@@ -1,6 +1,6 @@
 """Brokers that acknowledge every control request as fast as possible, to time the controller alone.
 
-``bench.broker_sim`` decodes and validates each request like a real broker; at 200 brokers and 200k
+The tests' ``tests.support.broker_sim`` decodes and validates each request like a real broker; at 200 brokers and 200k
 partitions that decoding would be the bottleneck the benchmark measures. An ack broker reads every
 byte of a request but decodes only its header, then answers with a precomputed NONE body
 (``error_response_body``) framed for the request's correlation id. It counts requests and bytes per

@@ -11,9 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol import LEADER_DURING_DELETE
 from zkstore.znodes import TopicPartition
-
-LEADER_DURING_DELETE = -2
 
 
 @dataclass(frozen=True, slots=True)

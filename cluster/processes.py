@@ -8,6 +8,7 @@ local cluster launcher, the benchmarks and the process tests.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import signal
@@ -66,6 +67,15 @@ class DaemonProcess:
                 start_new_session=own_session,
             )
         return self
+
+    def relaunch(self, generation: int) -> Self:
+        """The same daemon (config, ports, directory) as a fresh, unstarted object; this one's event log
+        moves aside to ``events.<generation>.jsonl``, so the new object reads only its own events."""
+        if self.events_path.exists():
+            self.events_path.rename(self.events_path.with_suffix(f".{generation}.jsonl"))
+        fresh = copy.copy(self)
+        fresh.__dict__.update(process=None, _read=0, events=[])  # as __init__ leaves them
+        return fresh
 
     def poll_events(self) -> list[Event]:
         if self.events_path.exists():

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from zkstore.znodes import NO_LEADER, LeaderRecoveryState, TopicPartition
 
 __all__ = [
-    "LEADER_DURING_DELETE",
     "NO_LEADER",
     "LeaderAndIsr",
     "LeaderIsrAndControllerEpoch",
@@ -15,9 +14,6 @@ __all__ = [
     "Reassignment",
     "TopicPartition",
 ]
-
-LEADER_DURING_DELETE = -2
-"""Leader id that tells brokers, in UpdateMetadata, to forget a partition being deleted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.context import ControllerContext
-from controller.model import LEADER_DURING_DELETE, TopicPartition
-from protocol import ApiKey, encode_request_body, epoch_field
+from controller.model import TopicPartition
+from protocol import LEADER_DURING_DELETE, ApiKey, encode_request_body, epoch_field
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}

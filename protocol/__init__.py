@@ -4,7 +4,7 @@ Bytes in, dicts out: nothing here touches a socket, a thread or ZooKeeper. Bodie
 whose keys are the snake_case names of Apache Kafka's message fields; see docs/protocol.md.
 """
 
-from protocol.api import CONTROL_APIS, UNKNOWN_BROKER_EPOCH, ApiKey, ApiSpec
+from protocol.api import CONTROL_APIS, LEADER_DURING_DELETE, UNKNOWN_BROKER_EPOCH, ApiKey, ApiSpec
 from protocol.codec import (
     decode_request,
     decode_request_header,
@@ -26,6 +26,7 @@ from protocol.types import Encoded
 __all__ = [
     "CONTROL_APIS",
     "DEFAULT_MAX_FRAME_SIZE",
+    "LEADER_DURING_DELETE",
     "MAX_BROKER_EPOCH_VERSIONS",
     "PER_BROKER_EPOCH_VERSIONS",
     "SUPPORTED_VERSIONS",

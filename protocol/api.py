@@ -31,6 +31,10 @@ CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.
 UNKNOWN_BROKER_EPOCH = -1
 """KIP-380's "no epoch": what a sender that does not know the broker's epoch puts in ``broker_epoch``."""
 
+LEADER_DURING_DELETE = -2
+"""The leader id an UpdateMetadata partition state carries to make brokers forget a partition being
+deleted (Kafka's LeaderAndIsr.LeaderDuringDelete)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ApiSpec:

@@ -17,7 +17,10 @@ import pytest
 from kazoo.client import KazooClient
 
 from cluster import launcher
+from tests.support.cluster import cluster
 from zkstore.local_server import ZooKeeperServer
+
+__all__ = ["cluster"]  # the shared process-test fixture, offered to every test package
 
 log = logging.getLogger(__name__)
 

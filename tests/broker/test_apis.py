@@ -12,7 +12,7 @@ import asyncio
 import json
 import struct
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -37,11 +37,18 @@ from protocol import (
     epoch_field,
 )
 from tests.broker.log_builders import batch
+from tests.support.requests import (
+    BROKER_ID,
+    CONTROLLER_ID,
+    lai_partition,
+    leader_and_isr,
+    stop_replica,
+    um_partition,
+    update_metadata,
+)
 from zkstore.znodes import TopicPartition
 
-BROKER_ID = 1
 EPOCH = 1000
-CONTROLLER_ID = 100
 LAI, UM, SR = ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA
 CONTROL = (LAI, UM, SR)
 
@@ -96,115 +103,6 @@ def broker(tmp_path: Path) -> Broker:
 @pytest.fixture(params=list(MODES), ids=list(MODES))
 def versions(request: pytest.FixtureRequest) -> Mapping[ApiKey, int]:
     return MODES[request.param]
-
-
-# ---------------------------------------------------------------- request bodies
-
-
-def lai_partition(
-    index: int,
-    *,
-    leader: int = BROKER_ID,
-    leader_epoch: int = 1,
-    replicas: Sequence[int] = (1, 2),
-    isr: Sequence[int] | None = None,
-    controller_epoch: int = 1,
-) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "controller_epoch": controller_epoch,
-        "leader": leader,
-        "leader_epoch": leader_epoch,
-        "isr": list(replicas if isr is None else isr),
-        "partition_epoch": leader_epoch + 10,
-        "replicas": list(replicas),
-        "is_new": False,
-    }
-
-
-def leader_and_isr(
-    version: int,
-    broker_epoch: int,
-    topics: Mapping[str, Sequence[dict[str, Any]]] | None = None,
-    *,
-    controller_epoch: int = 1,
-) -> dict[str, Any]:
-    topics = {"t": [lai_partition(0, controller_epoch=controller_epoch)]} if topics is None else topics
-    return {
-        "controller_id": CONTROLLER_ID,
-        "controller_epoch": controller_epoch,
-        epoch_field(LAI, version): broker_epoch,
-        "topic_states": [{"topic_name": t, "partition_states": list(s)} for t, s in topics.items()],
-        "live_leaders": [{"broker_id": 1, "host_name": "127.0.0.1", "port": 9092}],
-    }
-
-
-def um_partition(
-    index: int,
-    *,
-    leader: int = BROKER_ID,
-    leader_epoch: int = 1,
-    replicas: Sequence[int] = (1, 2),
-    controller_epoch: int = 1,
-) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "controller_epoch": controller_epoch,
-        "leader": leader,
-        "leader_epoch": leader_epoch,
-        "isr": list(replicas),
-        "zk_version": leader_epoch + 10,
-        "replicas": list(replicas),
-        "offline_replicas": [],
-    }
-
-
-def live_broker(broker_id: int, rack: str | None = None) -> dict[str, Any]:
-    return {
-        "id": broker_id,
-        "endpoints": [
-            {"port": 9092, "host": f"broker-{broker_id}", "listener": "PLAINTEXT", "security_protocol": 0},
-            {"port": 9093, "host": f"broker-{broker_id}", "listener": "CONTROLLER", "security_protocol": 0},
-        ],
-        "rack": rack,
-    }
-
-
-def update_metadata(
-    version: int,
-    broker_epoch: int,
-    topics: Mapping[str, Sequence[dict[str, Any]]] | None = None,
-    *,
-    controller_epoch: int = 1,
-    controller_id: int = CONTROLLER_ID,
-    live: Sequence[int] = (1, 2),
-) -> dict[str, Any]:
-    topics = {"t": [um_partition(0, controller_epoch=controller_epoch)]} if topics is None else topics
-    return {
-        "controller_id": controller_id,
-        "controller_epoch": controller_epoch,
-        epoch_field(UM, version): broker_epoch,
-        "topic_states": [{"topic_name": t, "partition_states": list(s)} for t, s in topics.items()],
-        "live_brokers": [live_broker(b) for b in live],
-    }
-
-
-def stop_replica(
-    version: int,
-    broker_epoch: int,
-    partitions: Mapping[str, Sequence[int]] | None = None,
-    *,
-    delete: bool = False,
-    controller_epoch: int = 1,
-) -> dict[str, Any]:
-    partitions = {"t": [0]} if partitions is None else partitions
-    return {
-        "controller_id": CONTROLLER_ID,
-        "controller_epoch": controller_epoch,
-        epoch_field(SR, version): broker_epoch,
-        "delete_partitions": delete,
-        "topics": [{"name": t, "partition_indexes": list(p)} for t, p in partitions.items()],
-    }
 
 
 def as_request(

@@ -14,10 +14,11 @@ import urllib.request
 import pytest
 
 from broker.checkpoint import read_offsets
+from cluster.processes import ControllerProcess
 from protocol import ApiKey, ErrorCode
-from tests.broker.cluster import Cluster, channel_idle, epoch_of, produce
-from tests.daemons import ControllerProcess, partition_state
-from tests.zkstore.helpers import wait_until
+from tests.support.cluster import Cluster, channel_idle, epoch_of, produce
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import partition_state
 from zkstore import znodes
 
 pytestmark = pytest.mark.zookeeper

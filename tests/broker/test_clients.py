@@ -13,15 +13,10 @@ from typing import Any
 
 import pytest
 
-from tests.broker.cluster import Cluster
+from tests.support.clients import DEADLINE_S, bootstrap, confluent_consume
+from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.zookeeper
-
-DEADLINE_S = 60.0
-
-
-def bootstrap(cluster: Cluster) -> str:
-    return ",".join("{}:{}".format(*b.endpoint("PLAINTEXT")) for b in cluster.brokers.values())
 
 
 def records_for(partitions: int, count: int) -> list[tuple[int, bytes, bytes]]:
@@ -97,25 +92,6 @@ def confluent_produce(servers: str, topic: str, records: list[tuple[int, bytes, 
     remaining = producer.flush(DEADLINE_S)
     if remaining or failures:
         raise KafkaException(f"{remaining} undelivered, failures: {failures[:5]}")
-
-
-def confluent_consume(servers: str, topic: str, partitions: int, expected: int) -> dict[int, list[Any]]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer(
-        {"bootstrap.servers": servers, "group.id": "assign-only", "enable.auto.commit": False}
-    )
-    got: dict[int, list[Any]] = defaultdict(list)
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        deadline = time.monotonic() + DEADLINE_S
-        while sum(len(v) for v in got.values()) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=1000, timeout=0.5):
-                if message.error() is None:
-                    got[message.partition()].append((message.offset(), message.key(), message.value()))
-    finally:
-        consumer.close()
-    return got
 
 
 # ---------------------------------------------------------------- checks

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 import urllib.request
 
 import pytest
 
 from protocol import ApiKey, ErrorCode, encode_request
 from protocol.record_batch import build_batch
-from tests.broker.cluster import Cluster, epoch_of
-from tests.zkstore.helpers import wait_until
+from tests.support.cluster import Cluster, epoch_of
+from tests.support.raw_client import RawClient
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -46,19 +46,17 @@ def produce_frame(correlation_id: int) -> bytes:
 
 async def flood(host: str, port: int, stop: asyncio.Event) -> int:
     """Keep DEPTH produce requests written ahead on one connection; returns how many were answered."""
-    reader, writer = await asyncio.open_connection(host, port)
+    client = await RawClient.connect(port, host)
     frame = produce_frame(0)  # the correlation id is not checked by this client
     answered = 0
     try:
-        writer.write(frame * DEPTH)
+        await client.send(frame * DEPTH)
         while not stop.is_set():
-            size = struct.unpack(">i", await reader.readexactly(4))[0]
-            await reader.readexactly(size)
+            await client.read_frame()
             answered += 1
-            writer.write(frame)
-            await writer.drain()
+            await client.send(frame)
     finally:
-        writer.close()
+        client.close()
     return answered
 
 

@@ -28,7 +28,7 @@ from broker.replica_manager import ReplicaManager
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode, decode_request_header, decode_response, encode_request
 from protocol.record_batch import build_batch, parse_batches
-from tests.broker.test_apis import lai_partition, leader_and_isr, live_broker
+from tests.support.requests import lai_partition, leader_and_isr, live_broker
 from zkstore.znodes import TopicPartition
 
 EPOCH = 1000

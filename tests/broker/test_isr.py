@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from protocol import ApiKey, ErrorCode
-from tests.broker.cluster import Cluster, epoch_of, produce
-from tests.daemons import alter_partition_request, partition_state
-from tests.zkstore.helpers import wait_until
+from tests.support.cluster import Cluster, epoch_of, produce
+from tests.support.requests import alter_partition_request
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import partition_state
 from zkstore import znodes
 
 pytestmark = pytest.mark.zookeeper

@@ -33,11 +33,12 @@ from protocol import (
     ErrorCode,
     RequestHeader,
     UnsupportedVersionError,
-    decode_response,
     encode_request,
     encode_response,
     error_response_body,
 )
+from tests.support.raw_client import RawClient, raw_frame
+from tests.support.waiting import wait_until
 
 TIMEOUT = 10.0
 MAX_FRAME = 4096
@@ -73,8 +74,9 @@ def request_frame(correlation_id: int) -> bytes:
     return encode_request(*UPDATE_METADATA_V7, correlation_id, "test", update_metadata_body())
 
 
-def raw_frame(payload: bytes) -> bytes:
-    return struct.pack(">i", len(payload)) + payload
+async def update_metadata(client: RawClient, correlation_id: int) -> dict[str, Any]:
+    """One UpdateMetadata v7 round trip."""
+    return await client.call(*UPDATE_METADATA_V7, correlation_id, update_metadata_body())
 
 
 def answer(header: RequestHeader) -> bytes:
@@ -120,57 +122,6 @@ class Recorder:
         if request.header.correlation_id == self.fail_on:
             raise RuntimeError("handler bug")
         return answer(request.header)
-
-
-class Client:
-    """A bare loopback connection speaking whole frames."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-
-    @classmethod
-    async def connect(cls, port: int) -> Client:
-        return cls(*await asyncio.open_connection("127.0.0.1", port))
-
-    async def send(self, *frames: bytes) -> None:
-        self.writer.write(b"".join(frames))
-        await self.writer.drain()
-
-    async def read_frame(self) -> bytes:
-        async with asyncio.timeout(TIMEOUT):
-            prefix = await self.reader.readexactly(4)
-            return prefix + await self.reader.readexactly(struct.unpack(">i", prefix)[0])
-
-    async def read_answer(self, api_key: int = 6, version: int = 7) -> tuple[int, dict[str, Any]]:
-        return decode_response(api_key, version, await self.read_frame())
-
-    async def call(self, correlation_id: int) -> dict[str, Any]:
-        """One UpdateMetadata v7 round trip."""
-        await self.send(request_frame(correlation_id))
-        got, body = await self.read_answer()
-        assert got == correlation_id
-        return body
-
-    async def closed_by_server(self) -> bool:
-        try:
-            async with asyncio.timeout(TIMEOUT):
-                return await self.reader.read() == b""
-        except ConnectionResetError:
-            return True
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-async def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    """Poll ``condition`` on the loop until it holds; fail naming ``what`` at the deadline."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not condition():
-                await asyncio.sleep(0.002)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting until {what}") from None
 
 
 def channel(
@@ -235,10 +186,10 @@ def serve(apis: KafkaApis) -> Serve:
     return functools.partial(serving, unsupported=apis.unsupported_version_response)
 
 
-async def pipelined(client: Client, correlation_ids: list[int]) -> list[int]:
+async def pipelined(client: RawClient, correlation_ids: list[int]) -> list[int]:
     """Send every request at once and return the correlation ids of the answers, in arrival order."""
     await client.send(*(request_frame(cid) for cid in correlation_ids))
-    return [(await client.read_answer())[0] for _ in correlation_ids]
+    return [(await client.read_answer(*UPDATE_METADATA_V7))[0] for _ in correlation_ids]
 
 
 # ---------------------------------------------------------------- back-pressure
@@ -257,7 +208,7 @@ async def test_full_queue_holds_back_connections_without_dropping_and_answers_in
                 await asyncio.sleep(0)
 
         sampler = asyncio.create_task(sample())
-        clients = [await Client.connect(listener.port) for _ in range(4)]
+        clients = [await RawClient.connect(listener.port) for _ in range(4)]
         ids = {i: [100 * i + n for n in range(3)] for i in range(len(clients))}
         answers = [asyncio.create_task(pipelined(c, ids[i])) for i, c in enumerate(clients)]
         await wait_until(lambda: handler.count == 1 and plane.size == 2, "one request handled, two queued")
@@ -283,10 +234,10 @@ async def test_one_connection_has_at_most_one_request_in_the_plane(serve: Serve)
     handler = Recorder(gate)
     plane = channel(handler, capacity=10, threads=4)
     async with serve(plane, release=[gate]) as listener:
-        client = await Client.connect(listener.port)
+        client = await RawClient.connect(listener.port)
         answers = asyncio.create_task(pipelined(client, [1, 2, 3, 4, 5]))
         await wait_until(lambda: handler.count == 1, "the first request reached a handler")
-        other = await Client.connect(listener.port)
+        other = await RawClient.connect(listener.port)
         other_answer = asyncio.create_task(pipelined(other, [9]))
         await wait_until(lambda: handler.count == 2, "another connection is still served")
         assert handler.correlation_ids() == [1, 9]
@@ -311,12 +262,12 @@ async def test_control_plane_is_served_while_the_data_plane_is_full(serve: Serve
         serve(data, release=[gate]) as data_listener,
         serve(control, accepts=CONTROL_APIS) as control_listener,
     ):
-        stuck = [await Client.connect(data_listener.port) for _ in range(3)]
+        stuck = [await RawClient.connect(data_listener.port) for _ in range(3)]
         pending = [asyncio.create_task(pipelined(c, [i])) for i, c in enumerate(stuck)]
         await wait_until(lambda: data_handler.count == 1 and data.size == 1, "data plane busy and full")
 
-        controller = await Client.connect(control_listener.port)
-        assert await controller.call(77) == {"error_code": ErrorCode.NONE}
+        controller = await RawClient.connect(control_listener.port)
+        assert await update_metadata(controller, 77) == {"error_code": ErrorCode.NONE}
         assert apis.metadata_cache.snapshot.controller_id == 100
 
         assert data_handler.count == 1 and data.size == 1 and not any(p.done() for p in pending)
@@ -336,14 +287,14 @@ async def test_oversized_size_prefix_closes_only_that_connection(
 ) -> None:
     handler = Recorder()
     async with serve(channel(handler)) as listener:
-        bystander = await Client.connect(listener.port)
-        assert await bystander.call(1) == {"error_code": ErrorCode.NONE}
-        offender = await Client.connect(listener.port)
+        bystander = await RawClient.connect(listener.port)
+        assert await update_metadata(bystander, 1) == {"error_code": ErrorCode.NONE}
+        offender = await RawClient.connect(listener.port)
         with caplog.at_level(logging.WARNING, logger="broker.network"):
             await offender.send(struct.pack(">i", announced))
             assert await offender.closed_by_server()
         assert "socket.request.max.bytes" in caplog.text
-        assert await bystander.call(2) == {"error_code": ErrorCode.NONE}
+        assert await update_metadata(bystander, 2) == {"error_code": ErrorCode.NONE}
         assert handler.correlation_ids() == [1, 2]
         bystander.close()
         offender.close()
@@ -361,11 +312,11 @@ async def test_malformed_header_closes_the_connection_without_reaching_a_handler
 ) -> None:
     handler = Recorder()
     async with serve(channel(handler)) as listener:
-        offender = await Client.connect(listener.port)
+        offender = await RawClient.connect(listener.port)
         await offender.send(raw_frame(payload))
         assert await offender.closed_by_server()
-        other = await Client.connect(listener.port)
-        assert await other.call(5) == {"error_code": ErrorCode.NONE}
+        other = await RawClient.connect(listener.port)
+        assert await update_metadata(other, 5) == {"error_code": ErrorCode.NONE}
         assert handler.correlation_ids() == [5]
         offender.close()
         other.close()
@@ -374,14 +325,14 @@ async def test_malformed_header_closes_the_connection_without_reaching_a_handler
 async def test_unsupported_version_is_answered_and_the_connection_stays_usable(serve: Serve) -> None:
     handler = Recorder()
     async with serve(channel(handler)) as listener:
-        client = await Client.connect(listener.port)
+        client = await RawClient.connect(listener.port)
         # LeaderAndIsr v0 with a v1 header (null client id): a known API at a version not implemented.
         await client.send(raw_frame(struct.pack(">hhih", ApiKey.LEADER_AND_ISR, 0, 41, -1) + b"\x00" * 8))
         oldest = min(SUPPORTED_VERSIONS[ApiKey.LEADER_AND_ISR])
         correlation_id, body = await client.read_answer(ApiKey.LEADER_AND_ISR, oldest)
         assert (correlation_id, body["error_code"]) == (41, ErrorCode.UNSUPPORTED_VERSION)
         assert handler.count == 0
-        assert await client.call(42) == {"error_code": ErrorCode.NONE}
+        assert await update_metadata(client, 42) == {"error_code": ErrorCode.NONE}
         assert handler.correlation_ids() == [42]
         client.close()
 
@@ -409,7 +360,7 @@ async def test_api_versions_newer_than_implemented_is_answered_with_what_is_serv
     handler = Recorder()
     apis.register(ApiKey.API_VERSIONS, lambda request, body: {})
     async with serve(channel(handler)) as listener:
-        client = await Client.connect(listener.port)
+        client = await RawClient.connect(listener.port)
         await client.send(api_versions_v3_frame(7))
         correlation_id, body = await client.read_answer(ApiKey.API_VERSIONS, 0)
         assert (correlation_id, body["error_code"]) == (7, ErrorCode.UNSUPPORTED_VERSION)
@@ -418,14 +369,14 @@ async def test_api_versions_newer_than_implemented_is_answered_with_what_is_serv
         assert listed == served
         assert ApiKey.API_VERSIONS in listed
         assert handler.count == 0
-        assert await client.call(8) == {"error_code": ErrorCode.NONE}
+        assert await update_metadata(client, 8) == {"error_code": ErrorCode.NONE}
         client.close()
 
 
 async def test_control_only_listener_rejects_other_apis_without_calling_the_handler(serve: Serve) -> None:
     handler = Recorder()
     async with serve(channel(handler, prefix="control-plane"), accepts=CONTROL_APIS) as listener:
-        client = await Client.connect(listener.port)
+        client = await RawClient.connect(listener.port)
         shutdown = {"broker_id": 1, "broker_epoch": 5}
         await client.send(encode_request(ApiKey.CONTROLLED_SHUTDOWN, 2, 3, "test", shutdown))
         correlation_id, body = await client.read_answer(ApiKey.CONTROLLED_SHUTDOWN, 2)
@@ -434,7 +385,7 @@ async def test_control_only_listener_rejects_other_apis_without_calling_the_hand
             {"error_code": ErrorCode.INVALID_REQUEST, "remaining_partitions": []},
         )
         assert handler.count == 0
-        assert await client.call(4) == {"error_code": ErrorCode.NONE}
+        assert await update_metadata(client, 4) == {"error_code": ErrorCode.NONE}
         assert handler.correlation_ids() == [4]
         client.close()
 
@@ -444,14 +395,14 @@ async def test_handler_exception_closes_only_that_connection(
 ) -> None:
     handler = Recorder(fail_on=13)
     async with serve(channel(handler, threads=1)) as listener:
-        bystander = await Client.connect(listener.port)
-        offender = await Client.connect(listener.port)
+        bystander = await RawClient.connect(listener.port)
+        offender = await RawClient.connect(listener.port)
         with caplog.at_level(logging.ERROR, logger="broker.network"):
             await offender.send(request_frame(13))
             assert await offender.closed_by_server()
         assert "handler bug" in caplog.text
         # The single handler thread survived the exception and serves the next request.
-        assert await bystander.call(14) == {"error_code": ErrorCode.NONE}
+        assert await update_metadata(bystander, 14) == {"error_code": ErrorCode.NONE}
         assert handler.correlation_ids() == [13, 14]
         bystander.close()
         offender.close()
@@ -478,7 +429,7 @@ async def test_idle_fraction_drops_while_the_only_handler_is_busy(serve: Serve) 
     handler = Recorder(gate)
     plane = channel(handler, threads=1)
     async with serve(plane, release=[gate]) as listener:
-        client = await Client.connect(listener.port)
+        client = await RawClient.connect(listener.port)
         answer_task = asyncio.create_task(pipelined(client, [1]))
         await wait_until(lambda: handler.count == 1, "the handler is busy")
         plane.idle_fraction()
@@ -508,8 +459,8 @@ async def test_handler_threads_are_named_as_in_kafka(serve: Serve) -> None:
             "data-plane-kafka-request-handler-2",
         ]
         for port in (control_listener.port, data_listener.port):
-            client = await Client.connect(port)
-            await client.call(1)
+            client = await RawClient.connect(port)
+            await update_metadata(client, 1)
             client.close()
     assert control_handler.threads == ["control-plane-kafka-request-handler-0"]
     assert data_handler.threads[0].startswith("data-plane-kafka-request-handler-")
@@ -578,7 +529,7 @@ async def test_a_control_request_is_pending_from_its_first_byte_to_its_answer(se
 
     control = channel(handle, capacity=20, threads=1, prefix="control-plane")
     async with serve(control, release=[gate], priority=priority) as listener:
-        client = await Client.connect(listener.port)
+        client = await RawClient.connect(listener.port)
         frame = request_frame(1)
         await client.send(frame[:3])  # not even a whole size prefix yet
         await wait_until(priority.pending, "the first bytes are announced")
@@ -586,7 +537,7 @@ async def test_a_control_request_is_pending_from_its_first_byte_to_its_answer(se
         await wait_until(lambda: bool(seen), "the request reaches its handler")
         assert seen == [True]
         gate.set()
-        assert (await client.read_answer())[0] == 1
+        assert (await client.read_answer(*UPDATE_METADATA_V7))[0] == 1
         await wait_until(lambda: not priority.pending(), "the answer ends the control work")
 
         await client.send(frame[:5])  # a request cut short by a closed connection
@@ -623,7 +574,7 @@ async def test_requests_waiting_for_their_answer_do_not_stop_the_next_from_being
     handler = Deferring()
     plane = channel(handler, capacity=10, threads=2)
     async with serve(plane, max_waiting=3) as listener:
-        client = await Client.connect(listener.port)
+        client = await RawClient.connect(listener.port)
         answers = asyncio.create_task(pipelined(client, [1, 2, 3, 4]))
         await wait_until(lambda: handler.handled == [1, 2, 3], "three handled while none is answered")
         assert not answers.done()
@@ -641,10 +592,10 @@ async def test_by_default_the_next_request_waits_for_the_previous_answer(serve: 
     handler = Deferring()
     plane = channel(handler, capacity=10, threads=2)
     async with serve(plane) as listener:
-        client = await Client.connect(listener.port)
+        client = await RawClient.connect(listener.port)
         answers = asyncio.create_task(pipelined(client, [1, 2]))
         await wait_until(lambda: handler.handled == [1], "the first request handled")
-        other = await Client.connect(listener.port)
+        other = await RawClient.connect(listener.port)
         other_answer = asyncio.create_task(pipelined(other, [9]))
         await wait_until(lambda: handler.handled == [1, 9], "another connection's request handled meanwhile")
         handler.complete(9)

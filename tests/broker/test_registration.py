@@ -11,7 +11,8 @@ from broker.config import load
 from broker.server import BrokerServer
 from daemon.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
-from tests.zkstore.helpers import expire_session, session, wait_until
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import expire_session, session
 from zkstore import znodes
 
 pytestmark = pytest.mark.zookeeper

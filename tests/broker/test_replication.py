@@ -21,10 +21,10 @@ import pytest
 
 from broker.log import Log, LogConfig
 from protocol.record_batch import decode_records, parse_batches
-from tests.broker.cluster import Cluster
-from tests.broker.test_clients import bootstrap, confluent_consume
-from tests.daemons import partition_state
-from tests.zkstore.helpers import wait_until
+from tests.support.clients import bootstrap, confluent_consume
+from tests.support.cluster import Cluster
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import partition_state
 
 pytestmark = pytest.mark.zookeeper
 

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.zkstore.helpers import session
+from tests.support.zookeeper import session
 from zkstore.aio import AsyncZooKeeper
 
 

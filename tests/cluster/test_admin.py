@@ -10,23 +10,13 @@ import pytest
 
 from cluster import admin
 from cluster.admin import AdminError, ReassignmentStatus
+from tests.support.zookeeper import register
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.election import try_elect
-from zkstore.registration import register_broker
 from zkstore.znodes import TopicPartition
 
 pytestmark = pytest.mark.zookeeper
-
-
-def registration(broker_id: int, rack: str | None = None) -> bytes:
-    endpoint = znodes.Endpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id)
-    return znodes.BrokerRegistration(broker_id, (endpoint,), {"PLAINTEXT": "PLAINTEXT"}, 0, rack).encode()
-
-
-async def register(zk: AsyncZooKeeper, *broker_ids: int) -> dict[int, int]:
-    """Brokers registered as a broker does (KIP-380); their epochs."""
-    return {b: await register_broker(zk, b, registration(b, rack=f"rack-{b % 2}")) for b in broker_ids}
 
 
 async def topic_znode(zk: AsyncZooKeeper, topic: str) -> znodes.TopicAssignment:

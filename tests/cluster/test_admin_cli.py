@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from cluster import admin, admin_cli, launcher
-from tests.broker.cluster import Cluster, cluster  # noqa: F401
-from tests.cluster.test_admin import register
+from tests.support.cluster import Cluster
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import register
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 
@@ -378,7 +379,7 @@ async def test_main_entry_point_runs_admin_commands(
 
 
 async def test_topic_created_produced_and_consumed_through_the_cli(
-    cluster: Cluster,  # noqa: F811
+    cluster: Cluster,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -399,16 +400,14 @@ async def test_topic_created_produced_and_consumed_through_the_cli(
         )
         == 0
     )
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
-    while True:
+
+    async def every_partition_led() -> bool:
         capsys.readouterr()
         assert await cli("topics", "describe", "e2e", "--json", "--zookeeper", zk_connect) == 0
         partitions = json.loads(capsys.readouterr().out)["topics"][0]["partitions"]
-        if all(p["leader"] is not None and p["leader"] >= 0 for p in partitions):
-            break
-        assert loop.time() < deadline, f"no leader for every partition after 60 s: {partitions}"
-        await asyncio.sleep(0.1)
+        return all(p["leader"] is not None and p["leader"] >= 0 for p in partitions)
+
+    await wait_until(every_partition_led, "a leader for every partition", timeout=60, interval=0.1)
 
     brokers = {b: process.endpoint("PLAINTEXT") for b, process in cluster.brokers.items()}
     directory = write_cluster_file(tmp_path / "run", zk_connect, brokers).parent

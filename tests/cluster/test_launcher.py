@@ -5,15 +5,24 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cluster import launcher
-from tests.local_cluster import events
-from tests.zkstore.helpers import wait_until
+from tests.support.event_logs import events
+from tests.support.waiting import wait_until
 from zkstore.local_server import server_mode
 
 pytestmark = pytest.mark.zookeeper
+
+
+def assert_running(processes: list[dict[str, Any]]) -> None:
+    """Every process alive, and each daemon with its config, metrics port and listeners recorded."""
+    for p in processes:
+        assert launcher.alive(p["pid"]), p["name"]
+        if p["role"] != "zookeeper":
+            assert Path(p["config"]).exists() and p["metrics_port"] and p["listeners"]
 
 
 async def test_up_writes_what_later_commands_need_and_down_stops_in_order(directory: Path) -> None:
@@ -22,10 +31,7 @@ async def test_up_writes_what_later_commands_need_and_down_stops_in_order(direct
     assert saved == state and saved["zookeeper_connect"]
     roles = [(p["role"], p["id"]) for p in saved["processes"]]
     assert roles == [("zookeeper", 1), ("controller", 1), ("controller", 2), ("broker", 1), ("broker", 2)]
-    for p in saved["processes"]:
-        assert launcher.alive(p["pid"]), p["name"]
-        if p["role"] != "zookeeper":
-            assert Path(p["config"]).exists() and p["metrics_port"] and p["listeners"]
+    assert_running(saved["processes"])
     broker = launcher.find(saved, "broker-1")
     assert [lst.split("://")[0] for lst in broker["listeners"]] == ["PLAINTEXT", "CONTROLLER"]
     with pytest.raises(launcher.ClusterError, match="already running"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cluster import live_view
-from tests.daemon.test_event_docs import emitted
+from tests.support.event_logs import emitted
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import struct
 import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -16,16 +15,22 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from bench.broker_sim import CONTROL_LISTENER, DATA_LISTENER, Received, SimulatedBroker, SimulatedCluster
 from protocol import (
     MAX_BROKER_EPOCH_VERSIONS,
     PER_BROKER_EPOCH_VERSIONS,
     ApiKey,
     ErrorCode,
-    decode_response,
     encode_request,
     epoch_field,
 )
+from tests.support.broker_sim import (
+    CONTROL_LISTENER,
+    DATA_LISTENER,
+    Received,
+    SimulatedBroker,
+    SimulatedCluster,
+)
+from tests.support.raw_client import CLIENT_ID, call_once
 from zkstore.znodes import Endpoint, broker_path, decode_broker_registration
 
 pytestmark = pytest.mark.zookeeper
@@ -135,22 +140,6 @@ BUILDERS = {
 }
 
 
-async def call(port: int, api_key: int, version: int, body: dict[str, Any], correlation_id: int = 1) -> dict:
-    """One request on a fresh loopback connection; the decoded response body."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(encode_request(api_key, version, correlation_id, "test-controller", body))
-        await writer.drain()
-        async with asyncio.timeout(TIMEOUT):
-            prefix = await reader.readexactly(4)
-            frame = prefix + await reader.readexactly(struct.unpack(">i", prefix)[0])
-    finally:
-        writer.close()
-    got_id, response = decode_response(api_key, version, frame)
-    assert got_id == correlation_id
-    return response
-
-
 async def registration_stat(zk_client: KazooClient, broker_id: int) -> tuple[bytes, Any]:
     return await asyncio.to_thread(zk_client.get, broker_path(broker_id))
 
@@ -196,7 +185,7 @@ async def test_without_control_plane_only_plaintext_is_advertised(
         assert registration is not None
         assert registration.endpoints == (Endpoint(DATA_LISTENER, "127.0.0.1", sim.port),)
         assert sim.control_port is None
-        answer = await call(sim.port, ApiKey.UPDATE_METADATA, 7, update_metadata(7, sim.epoch))
+        answer = await call_once(sim.port, ApiKey.UPDATE_METADATA, 7, update_metadata(7, sim.epoch))
         assert answer == {"error_code": ErrorCode.NONE}
         assert sim.received[-1].listener == DATA_LISTENER
     finally:
@@ -218,7 +207,7 @@ async def test_accepted_requests_answer_none_per_partition_and_are_applied(broke
     port, epoch = broker.control_port, broker.epoch
     assert port is not None
     two = (("a", 0), ("b", 1))
-    answer = await call(port, ApiKey.LEADER_AND_ISR, 2, leader_and_isr(2, epoch, partitions=two))
+    answer = await call_once(port, ApiKey.LEADER_AND_ISR, 2, leader_and_isr(2, epoch, partitions=two))
     assert answer == {
         "error_code": 0,
         "partition_errors": [
@@ -226,7 +215,9 @@ async def test_accepted_requests_answer_none_per_partition_and_are_applied(broke
             {"topic_name": "b", "partition_index": 1, "error_code": 0},
         ],
     }
-    answer = await call(port, ApiKey.UPDATE_METADATA, 7, update_metadata(7, epoch, partitions=[("c", 2)]))
+    answer = await call_once(
+        port, ApiKey.UPDATE_METADATA, 7, update_metadata(7, epoch, partitions=[("c", 2)])
+    )
     assert answer == {"error_code": 0}
     learnt = broker.metadata()
     assert learnt["controller_id"] == CONTROLLER_ID
@@ -236,19 +227,19 @@ async def test_accepted_requests_answer_none_per_partition_and_are_applied(broke
     assert learnt["partitions"][("a", 0)] == {"leader": 1, "leader_epoch": 3, "isr": [1, 2]}
 
     deleted = update_metadata(7, epoch, partitions=[("c", 2)], leader=-2)
-    assert (await call(port, ApiKey.UPDATE_METADATA, 7, deleted))["error_code"] == 0
-    answer = await call(port, ApiKey.STOP_REPLICA, 4, stop_replica(4, epoch, partitions=[("a", 0)]))
+    assert (await call_once(port, ApiKey.UPDATE_METADATA, 7, deleted))["error_code"] == 0
+    answer = await call_once(port, ApiKey.STOP_REPLICA, 4, stop_replica(4, epoch, partitions=[("a", 0)]))
     assert answer == {
         "error_code": 0,
         "partition_errors": [{"topic_name": "a", "partition_index": 0, "error_code": 0}],
     }
     kept = stop_replica(4, epoch, partitions=[("b", 1)], delete=False)
-    assert (await call(port, ApiKey.STOP_REPLICA, 4, kept))["error_code"] == 0
+    assert (await call_once(port, ApiKey.STOP_REPLICA, 4, kept))["error_code"] == 0
     assert set(broker.metadata()["partitions"]) == {("b", 1)}
 
     first = broker.received[0]
     assert (first.api_key, first.api_version, first.error, first.listener) == (4, 2, 0, CONTROL_LISTENER)
-    expected_size = len(encode_request(4, 2, 1, "test-controller", leader_and_isr(2, epoch, partitions=two)))
+    expected_size = len(encode_request(4, 2, 1, CLIENT_ID, leader_and_isr(2, epoch, partitions=two)))
     assert first.raw_size == expected_size
     assert broker.stats.requests == {4: 1, 6: 2, 5: 2}
     assert broker.stats.bytes[4] == expected_size
@@ -260,7 +251,7 @@ async def test_validation_off_accepts_every_epoch(zk_connect: str) -> None:
     await sim.start()
     try:
         body = leader_and_isr(5, sim.epoch - 1, controller_epoch=0)
-        assert (await call(sim.port, ApiKey.LEADER_AND_ISR, 5, body))["error_code"] == 0
+        assert (await call_once(sim.port, ApiKey.LEADER_AND_ISR, 5, body))["error_code"] == 0
         assert ("t", 0) in sim.metadata()["partitions"]
     finally:
         await sim.stop()
@@ -272,25 +263,28 @@ async def test_validation_off_accepts_every_epoch(zk_connect: str) -> None:
 async def test_stale_controller_epoch_is_rejected_and_nothing_applied(broker: SimulatedBroker) -> None:
     port, epoch = broker.port, broker.epoch
     newer = update_metadata(7, epoch, controller_epoch=5, live=[1])
-    assert (await call(port, ApiKey.UPDATE_METADATA, 7, newer))["error_code"] == 0
+    assert (await call_once(port, ApiKey.UPDATE_METADATA, 7, newer))["error_code"] == 0
     before = broker.metadata()
 
     stale = ErrorCode.STALE_CONTROLLER_EPOCH
     body = leader_and_isr(2, epoch, controller_epoch=4, partitions=[("x", 0)])
-    assert await call(port, ApiKey.LEADER_AND_ISR, 2, body) == {
+    assert await call_once(port, ApiKey.LEADER_AND_ISR, 2, body) == {
         "error_code": stale,
         "partition_errors": [{"topic_name": "x", "partition_index": 0, "error_code": stale}],
     }
     body = update_metadata(7, epoch, controller_epoch=4, partitions=[("y", 0)], live=[1, 2, 3])
-    assert await call(port, ApiKey.UPDATE_METADATA, 7, body) == {"error_code": stale}
+    assert await call_once(port, ApiKey.UPDATE_METADATA, 7, body) == {"error_code": stale}
     body = stop_replica(4, epoch, controller_epoch=4)
-    assert await call(port, ApiKey.STOP_REPLICA, 4, body) == {"error_code": stale, "partition_errors": []}
+    assert await call_once(port, ApiKey.STOP_REPLICA, 4, body) == {
+        "error_code": stale,
+        "partition_errors": [],
+    }
 
     assert broker.metadata() == before
     assert [r.error for r in broker.received] == [0, stale, stale, stale]
     assert broker.stats.rejected == {4: 1, 5: 1, 6: 1}
     same = update_metadata(7, epoch, controller_epoch=5)
-    assert (await call(port, ApiKey.UPDATE_METADATA, 7, same))["error_code"] == 0
+    assert (await call_once(port, ApiKey.UPDATE_METADATA, 7, same))["error_code"] == 0
 
 
 @pytest.mark.parametrize("api_key", list(PER_BROKER_EPOCH_VERSIONS))
@@ -299,12 +293,12 @@ async def test_per_broker_epoch_rejects_only_an_older_epoch(broker: SimulatedBro
     build = BUILDERS[api_key]
     epoch = broker.epoch
 
-    answer = await call(broker.port, api_key, version, build(version, epoch - 1))
+    answer = await call_once(broker.port, api_key, version, build(version, epoch - 1))
     assert answer["error_code"] == ErrorCode.STALE_BROKER_EPOCH
     assert broker.metadata()["partitions"] == {}
     assert broker.metadata()["controller_id"] == -1
     for accepted in (-1, epoch, epoch + 1):
-        answer = await call(broker.port, api_key, version, build(version, accepted))
+        answer = await call_once(broker.port, api_key, version, build(version, accepted))
         assert answer["error_code"] == ErrorCode.NONE, accepted
 
 
@@ -316,19 +310,21 @@ async def test_max_broker_epoch_rejects_anything_below_own_epoch(
     build = BUILDERS[api_key]
     epoch = broker.epoch
     for stale in (epoch - 1, -1):
-        answer = await call(broker.port, api_key, version, build(version, stale))
+        answer = await call_once(broker.port, api_key, version, build(version, stale))
         assert answer["error_code"] == ErrorCode.STALE_BROKER_EPOCH, stale
     assert broker.metadata()["controller_id"] == -1
     for accepted in (epoch, epoch + 1000):
-        answer = await call(broker.port, api_key, version, build(version, accepted))
+        answer = await call_once(broker.port, api_key, version, build(version, accepted))
         assert answer["error_code"] == ErrorCode.NONE, accepted
 
 
 async def test_stale_broker_epoch_is_checked_before_the_controller_epoch(broker: SimulatedBroker) -> None:
     epoch = broker.epoch
-    assert (await call(broker.port, 6, 5, update_metadata(5, epoch, controller_epoch=3)))["error_code"] == 0
+    assert (await call_once(broker.port, 6, 5, update_metadata(5, epoch, controller_epoch=3)))[
+        "error_code"
+    ] == 0
     body = update_metadata(5, epoch - 1, controller_epoch=2)
-    assert (await call(broker.port, 6, 5, body))["error_code"] == ErrorCode.STALE_BROKER_EPOCH
+    assert (await call_once(broker.port, 6, 5, body))["error_code"] == ErrorCode.STALE_BROKER_EPOCH
 
 
 # ---------------------------------------------------------------- bounce
@@ -338,18 +334,20 @@ async def test_bounce_gives_a_higher_epoch_and_fences_the_old_one(
     broker: SimulatedBroker, zk_client: KazooClient
 ) -> None:
     old = broker.epoch
-    assert (await call(broker.port, 6, 7, update_metadata(7, old, controller_epoch=2)))["error_code"] == 0
+    assert (await call_once(broker.port, 6, 7, update_metadata(7, old, controller_epoch=2)))[
+        "error_code"
+    ] == 0
     new = await broker.bounce()
     assert new > old
     assert broker.epoch == new
     assert (await registration_stat(zk_client, 1))[1].czxid == new
     assert broker.metadata()["controller_epoch"] == 0  # a restarted broker has learnt nothing yet
 
-    answer = await call(broker.port, ApiKey.LEADER_AND_ISR, 2, leader_and_isr(2, old))
+    answer = await call_once(broker.port, ApiKey.LEADER_AND_ISR, 2, leader_and_isr(2, old))
     assert answer["error_code"] == ErrorCode.STALE_BROKER_EPOCH
-    answer = await call(broker.port, ApiKey.UPDATE_METADATA, 7, update_metadata(7, old))
+    answer = await call_once(broker.port, ApiKey.UPDATE_METADATA, 7, update_metadata(7, old))
     assert answer["error_code"] == ErrorCode.STALE_BROKER_EPOCH
-    answer = await call(broker.port, ApiKey.LEADER_AND_ISR, 5, leader_and_isr(5, new))
+    answer = await call_once(broker.port, ApiKey.LEADER_AND_ISR, 5, leader_and_isr(5, new))
     assert answer["error_code"] == ErrorCode.NONE
 
 
@@ -358,7 +356,7 @@ async def test_bounce_gives_a_higher_epoch_and_fences_the_old_one(
 
 async def test_wait_for_sees_past_and_future_requests_and_times_out_clearly(broker: SimulatedBroker) -> None:
     epoch = broker.epoch
-    await call(broker.port, 6, 7, update_metadata(7, epoch), correlation_id=1)
+    await call_once(broker.port, 6, 7, update_metadata(7, epoch), correlation_id=1)
     past = await broker.wait_for(lambda r: r.api_key == ApiKey.UPDATE_METADATA)
     assert past.correlation_id == 1
 
@@ -366,9 +364,9 @@ async def test_wait_for_sees_past_and_future_requests_and_times_out_clearly(brok
         return r.api_key == ApiKey.STOP_REPLICA
 
     waiter = asyncio.create_task(broker.wait_for(stop_replica_received))
-    await call(broker.port, 6, 7, update_metadata(7, epoch), correlation_id=2)
+    await call_once(broker.port, 6, 7, update_metadata(7, epoch), correlation_id=2)
     assert not waiter.done()
-    await call(broker.port, 5, 4, stop_replica(4, epoch), correlation_id=3)
+    await call_once(broker.port, 5, 4, stop_replica(4, epoch), correlation_id=3)
     future = await asyncio.wait_for(waiter, TIMEOUT)
     assert (future.api_key, future.correlation_id) == (ApiKey.STOP_REPLICA, 3)
 
@@ -393,7 +391,7 @@ async def test_cluster_registers_over_one_session_and_counts_without_recording(
         max_epoch = max(b.epoch for b in cluster.brokers.values())
         for _ in range(3):
             body = update_metadata(7, max_epoch, live=[1, 2, 3])
-            assert (await call(two.port, ApiKey.UPDATE_METADATA, 7, body))["error_code"] == 0
+            assert (await call_once(two.port, ApiKey.UPDATE_METADATA, 7, body))["error_code"] == 0
         assert two.received == []
         assert two.stats.requests == {ApiKey.UPDATE_METADATA: 3}
         assert two.stats.bytes[ApiKey.UPDATE_METADATA] > 0
@@ -419,7 +417,7 @@ async def test_command_line_prints_its_brokers_and_stops_on_sigterm(
     zk_connect: str, zk_client: KazooClient
 ) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    args = ["-m", "bench.broker_sim", "--zookeeper", zk_connect, "--brokers", "2", "--first-id", "7"]
+    args = ["-m", "tests.support.broker_sim", "--zookeeper", zk_connect, "--brokers", "2", "--first-id", "7"]
     process = await asyncio.create_subprocess_exec(
         sys.executable, *args, cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE
     )
@@ -431,7 +429,7 @@ async def test_command_line_prints_its_brokers_and_stops_on_sigterm(
             stat = (await registration_stat(zk_client, int(broker_id)))[1]
             assert info["epoch"] == stat.czxid
             body = update_metadata(7, info["epoch"])
-            assert (await call(info["control_port"], 6, 7, body))["error_code"] == 0
+            assert (await call_once(info["control_port"], 6, 7, body))["error_code"] == 0
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(TIMEOUT):
             rest, _ = await process.communicate()

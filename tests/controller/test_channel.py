@@ -6,8 +6,6 @@ import asyncio
 import json
 import logging
 import socket
-import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +15,10 @@ import pytest
 from controller.channel import ChannelManager
 from controller.request_batch import OutgoingRequest
 from daemon.eventlog import EventLog
+from daemon.frames import read_frame
 from daemon.metrics import Metrics
 from protocol import (
+    DEFAULT_MAX_FRAME_SIZE,
     ApiKey,
     RequestHeader,
     decode_request,
@@ -26,6 +26,7 @@ from protocol import (
     encode_request_body,
     encode_response,
 )
+from tests.support.waiting import wait_until
 
 FAST = {"socket_timeout_s": 1.0, "reconnect_backoff_s": 0.01}
 QUEUE_SIZE = "kafka_controller_controllerchannelmanager_queuesize"
@@ -94,8 +95,7 @@ class FakeBroker:
         answering = asyncio.create_task(self._answer(to_answer, writer))
         try:
             while True:
-                prefix = await reader.readexactly(4)
-                frame = prefix + await reader.readexactly(struct.unpack(">i", prefix)[0])
+                frame = await read_frame(reader, DEFAULT_MAX_FRAME_SIZE)
                 header, body = decode_request(frame)
                 _, offset = decode_request_header(frame)
                 self.received.append(Received(header, body, frame[offset:], connection))
@@ -122,16 +122,6 @@ class FakeBroker:
             self.outstanding -= 1
             body = self.responses[header.api_key]
             writer.write(encode_response(header.api_key, header.api_version, header.correlation_id, body))
-
-
-async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 2.0) -> None:
-    """Poll ``condition`` until it holds; fail the test after ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 def leader_and_isr(broker_id: int, topic: str = "orders") -> OutgoingRequest:

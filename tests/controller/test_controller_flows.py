@@ -6,14 +6,13 @@ Running the controller in the test's event loop lets these tests look at its con
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.broker_sim import SimulatedBroker
+from cluster.admin import create_topic
 from controller import queries
 from controller.config import load
 from controller.controller import Controller
@@ -21,8 +20,10 @@ from controller.handlers import preferred_election
 from controller.state_tables import PartitionState
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode
-from tests.daemons import alter_partition_request, create_topic, partition_state
-from tests.zkstore.helpers import ConnectionCutter, expire_session, session, wait_until
+from tests.support.broker_sim import SimulatedBroker
+from tests.support.requests import alter_partition_request
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import ConnectionCutter, expire_session, partition_state, session
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 
@@ -65,7 +66,7 @@ class Harness:
         def found() -> bool:
             return any(all(e.get(k) == v for k, v in fields.items()) for e in self.events_of(kind))
 
-        await wait_until(found, timeout, what=f"event {kind} {fields}")
+        await wait_until(found, f"event {kind} {fields}", timeout=timeout)
         return next(e for e in self.events_of(kind) if all(e.get(k) == v for k, v in fields.items()))
 
     async def topic(self, name: str, replicas: dict[int, tuple[int, ...]]) -> None:
@@ -95,11 +96,11 @@ async def harness(zk_connect: str, tmp_path: Path) -> AsyncIterator[Harness]:
         await h.close()
 
 
-async def wait_absent(zk: AsyncZooKeeper, path: str, timeout: float = 15.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while await zk.exists(path) is not None:
-        assert asyncio.get_running_loop().time() < deadline, f"{path} still exists after {timeout} s"
-        await asyncio.sleep(0.05)
+async def wait_absent(zk: AsyncZooKeeper, path: str) -> None:
+    async def absent() -> bool:
+        return await zk.exists(path) is None
+
+    await wait_until(absent, f"{path} to be deleted")
 
 
 def partitions_in(request_body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -147,7 +148,9 @@ async def test_partitions_added_to_a_topic_are_created_and_announced(harness: Ha
         "grow", {0: (1, 2), 1: (3, 1)}, topic_id=harness.controller.context.topic_ids["grow"]
     )
     await harness.admin.set(znodes.topic_path("grow"), grown.encode())
-    await wait_until(lambda: znodes.TopicPartition("grow", 1) in harness.controller.context.leadership)
+    await wait_until(
+        lambda: znodes.TopicPartition("grow", 1) in harness.controller.context.leadership, "grow-1 created"
+    )
     lai = await harness.brokers[3].wait_for(lai_for("grow", 1, lambda s: s["is_new"] and s["leader"] == 3))
     assert lai.error == ErrorCode.NONE
     await harness.wait_event("partitions_added", topic="grow")
@@ -200,7 +203,9 @@ async def test_broker_failure_elects_from_the_isr_and_counts_partitions_left_off
     assert (state.leader, state.isr, state.leader_epoch) == (2, (2, 3), epoch0 + 1)
     await harness.brokers[3].wait_for(lai_for("events", 0, lambda s: s["leader"] == 2 and s["isr"] == [2, 3]))
     tp1 = znodes.TopicPartition("events", 1)
-    await wait_until(lambda: controller.context.partition_states[tp1] is PartitionState.OFFLINE)
+    await wait_until(
+        lambda: controller.context.partition_states[tp1] is PartitionState.OFFLINE, f"{tp1} offline"
+    )
     assert queries.offline_partitions_count(controller.context) == 1
     lone, _ = await partition_state(harness.admin, "events", 1)
     assert lone.leader == znodes.NO_LEADER and lone.isr == (1,)  # kept: it is the last in-sync replica
@@ -252,7 +257,7 @@ async def test_deletion_requests_are_dropped_when_deletion_is_disabled(harness: 
     await harness.topic("kept", {0: (1, 2)})
     await harness.admin.create(znodes.delete_topic_path("kept"), makepath=True)
     await harness.wait_event("topic_deletion_disabled")
-    await wait_until(lambda: not controller.context.topics_to_delete)
+    await wait_until(lambda: not controller.context.topics_to_delete, "every deletion finished")
     assert await harness.admin.exists(znodes.delete_topic_path("kept")) is None
     assert await harness.admin.exists(znodes.topic_path("kept")) is not None
 

@@ -1,6 +1,6 @@
 """The controller daemon as a real process against a real ZooKeeper, driving scripted brokers.
 
-The brokers are ``bench.broker_sim.SimulatedBroker``s: real TCP control listeners speaking the
+The brokers are ``tests.support.broker_sim.SimulatedBroker``s: real TCP control listeners speaking the
 wire protocol, registered with ``register_broker``, validating epochs as a Kafka broker does.
 """
 
@@ -8,88 +8,41 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from bench.broker_sim import SimulatedBroker
+from cluster.admin import create_topic
 from protocol import ApiKey, ErrorCode
-from tests.daemons import ControllerProcess, alter_partition_request, create_topic, partition_state
-from tests.zkstore.helpers import session
+from tests.support.cluster import Cluster, from_epoch
+from tests.support.requests import alter_partition_request
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import partition_state
 from zkstore import znodes
-from zkstore.aio import AsyncZooKeeper
 
 pytestmark = pytest.mark.zookeeper
 
 LAI, UM, SR = ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA
 
 
-class Cluster:
-    def __init__(self, zk_connect: str, workdir: Path, admin: AsyncZooKeeper) -> None:
-        self.zk_connect = zk_connect
-        self.workdir = workdir
-        self.admin = admin
-        self.brokers: dict[int, SimulatedBroker] = {}
-        self.controllers: list[ControllerProcess] = []
-
-    async def start_brokers(self, *ids: int) -> None:
-        for broker_id in ids:
-            broker = SimulatedBroker(broker_id, self.zk_connect)
-            await broker.start()
-            self.brokers[broker_id] = broker
-
-    def controller(self, controller_id: int, **overrides: object) -> ControllerProcess:
-        process = ControllerProcess(controller_id, self.zk_connect, self.workdir, **overrides).start()
-        self.controllers.append(process)
-        return process
-
-    async def topic_id(self, topic: str) -> object:
-        data, _ = await self.admin.get(znodes.topic_path(topic))
-        assignment = znodes.decode_topic_assignment(data, znodes.topic_path(topic))
-        assert assignment is not None and assignment.topic_id is not None
-        return assignment.topic_id
-
-    async def close(self) -> None:
-        for process in self.controllers:
-            process.kill()
-        for broker in self.brokers.values():
-            await broker.stop()
-        await self.admin.close()
-
-
-@pytest.fixture
-async def cluster(zk_connect: str, tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(zk_connect, tmp_path, await session(zk_connect))
-    try:
-        yield c
-    finally:
-        await c.close()
-
-
-def from_epoch(api_key: int, controller_epoch: int):
-    return lambda r: r.api_key == api_key and r.body["controller_epoch"] == controller_epoch
-
-
 async def test_failover_bumps_the_epoch_and_sends_update_metadata_before_leader_and_isr(
     cluster: Cluster,
 ) -> None:
-    await cluster.start_brokers(1, 2, 3)
-    first = cluster.controller(1)
+    await cluster.start_simulated(1, 2, 3)
+    first = cluster.start_controller(1)
     epoch = (await first.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "orders", {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)})
-    for broker in cluster.brokers.values():
+    for broker in cluster.simulated.values():
         await broker.wait_for(from_epoch(LAI, epoch))
-    standby = cluster.controller(2)
+    standby = cluster.start_controller(2)
     await standby.wait_kind("controller_started")
-    seen = {b: len(broker.received) for b, broker in cluster.brokers.items()}
+    seen = {b: len(broker.received) for b, broker in cluster.simulated.items()}
 
     assert first.stop() == 0
     assert any(e["reason"] == "shutting down" for e in first.of_kind("controller_resigned"))
     elected = await standby.wait_kind("controller_elected")
     assert elected["controller_epoch"] == epoch + 1
 
-    for broker_id, broker in cluster.brokers.items():
+    for broker_id, broker in cluster.simulated.items():
         lai = await broker.wait_for(from_epoch(LAI, epoch + 1))
         assert lai.error == ErrorCode.NONE
         assert {s["partition_index"] for t in lai.body["topic_states"] for s in t["partition_states"]} == {
@@ -114,11 +67,11 @@ async def test_failover_bumps_the_epoch_and_sends_update_metadata_before_leader_
 
 
 async def test_fast_bounce_is_detected_and_the_next_requests_carry_the_new_epoch(cluster: Cluster) -> None:
-    await cluster.start_brokers(1, 2, 3)
-    controller = cluster.controller(1, inter_broker_protocol_version="2.2")  # per-broker epochs
+    await cluster.start_simulated(1, 2, 3)
+    controller = cluster.start_controller(1, inter_broker_protocol_version="2.2")  # per-broker epochs
     epoch = (await controller.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "payments", {0: (1, 2, 3), 1: (2, 3, 1)})
-    bouncing = cluster.brokers[1]
+    bouncing = cluster.simulated[1]
     await bouncing.wait_for(from_epoch(LAI, epoch))
     old_epoch = bouncing.epoch
 
@@ -142,16 +95,16 @@ async def test_fast_bounce_is_detected_and_the_next_requests_carry_the_new_epoch
 
 
 async def test_controlled_shutdown_is_fenced_by_the_broker_epoch(cluster: Cluster) -> None:
-    await cluster.start_brokers(1, 2, 3)
-    controller = cluster.controller(1)
+    await cluster.start_simulated(1, 2, 3)
+    controller = cluster.start_controller(1)
     epoch = (await controller.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "audit", {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)})
-    for broker in cluster.brokers.values():
+    for broker in cluster.simulated.values():
         await broker.wait_for(from_epoch(LAI, epoch))
 
     controller.pause()
     try:
-        old_epoch, new_epoch = cluster.brokers[3].epoch, await cluster.brokers[3].bounce()
+        old_epoch, new_epoch = cluster.simulated[3].epoch, await cluster.simulated[3].bounce()
     finally:
         controller.resume()
     await controller.wait_kind("broker_change", bounced=[3])
@@ -167,7 +120,7 @@ async def test_controlled_shutdown_is_fenced_by_the_broker_epoch(cluster: Cluste
     assert unknown["error_code"] == ErrorCode.BROKER_NOT_AVAILABLE
 
     # Broker 2 leads partition 1: a current epoch moves that leadership and answers with nothing left.
-    leaving = cluster.brokers[2]
+    leaving = cluster.simulated[2]
     ok = await controller.rpc(ApiKey.CONTROLLED_SHUTDOWN, 2, {"broker_id": 2, "broker_epoch": leaving.epoch})
     assert ok == {"error_code": ErrorCode.NONE, "remaining_partitions": []}
     state, _ = await partition_state(cluster.admin, "audit", 1)
@@ -181,13 +134,13 @@ async def test_controlled_shutdown_is_fenced_by_the_broker_epoch(cluster: Cluste
 
 
 async def test_alter_partition_naming_a_shutting_down_broker_is_ineligible(cluster: Cluster) -> None:
-    await cluster.start_brokers(1, 2, 3)
-    controller = cluster.controller(1)
+    await cluster.start_simulated(1, 2, 3)
+    controller = cluster.start_controller(1)
     epoch = (await controller.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "ledger", {0: (1, 2, 3)})
-    await cluster.brokers[1].wait_for(from_epoch(LAI, epoch))
+    await cluster.simulated[1].wait_for(from_epoch(LAI, epoch))
     shutdown = await controller.rpc(
-        ApiKey.CONTROLLED_SHUTDOWN, 2, {"broker_id": 3, "broker_epoch": cluster.brokers[3].epoch}
+        ApiKey.CONTROLLED_SHUTDOWN, 2, {"broker_id": 3, "broker_epoch": cluster.simulated[3].epoch}
     )
     assert shutdown["error_code"] == ErrorCode.NONE
     state, version = await partition_state(cluster.admin, "ledger", 0)
@@ -195,7 +148,7 @@ async def test_alter_partition_naming_a_shutting_down_broker_is_ineligible(clust
     topic_id = await cluster.topic_id("ledger")
 
     def request(new_isr: list[int], key: object, ver: int) -> dict[str, object]:
-        return alter_partition_request(1, cluster.brokers[1].epoch, key, state, version, new_isr, ver)
+        return alter_partition_request(1, cluster.simulated[1].epoch, key, state, version, new_isr, ver)
 
     v2 = await controller.rpc(ApiKey.ALTER_PARTITION, 2, request([1, 2, 3], topic_id, 2))
     assert v2["error_code"] == ErrorCode.NONE
@@ -206,7 +159,7 @@ async def test_alter_partition_naming_a_shutting_down_broker_is_ineligible(clust
     rejected = await controller.wait_kind("rpc_rejected", api="AlterPartition", error="INELIGIBLE_REPLICA")
     assert rejected["shutting_down"] == [3]
 
-    stale = request([1], topic_id, 2) | {"broker_epoch": cluster.brokers[1].epoch - 1}
+    stale = request([1], topic_id, 2) | {"broker_epoch": cluster.simulated[1].epoch - 1}
     assert (await controller.rpc(ApiKey.ALTER_PARTITION, 2, stale))[
         "error_code"
     ] == ErrorCode.STALE_BROKER_EPOCH
@@ -219,7 +172,7 @@ async def test_alter_partition_naming_a_shutting_down_broker_is_ineligible(clust
     assert (
         new_state.isr == (1,) and new_version == version + 1 and new_state.leader_epoch == state.leader_epoch
     )
-    um = await cluster.brokers[2].wait_for(
+    um = await cluster.simulated[2].wait_for(
         lambda r: (
             r.api_key == UM
             and any(s["isr"] == [1] for t in r.body["topic_states"] for s in t["partition_states"])
@@ -229,12 +182,12 @@ async def test_alter_partition_naming_a_shutting_down_broker_is_ineligible(clust
 
 
 async def test_a_zombie_controller_cannot_write_after_its_session_expired(cluster: Cluster) -> None:
-    await cluster.start_brokers(1, 2, 3)
-    zombie = cluster.controller(1, zookeeper_session_timeout_ms=4000)
+    await cluster.start_simulated(1, 2, 3)
+    zombie = cluster.start_controller(1, zookeeper_session_timeout_ms=4000)
     epoch = (await zombie.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "before", {0: (1, 2, 3)})
-    await cluster.brokers[1].wait_for(from_epoch(LAI, epoch))
-    successor = cluster.controller(2)
+    await cluster.simulated[1].wait_for(from_epoch(LAI, epoch))
+    successor = cluster.start_controller(2)
     await successor.wait_kind("controller_started")
 
     zombie.pause()  # a long GC pause: the session expires while the process cannot notice
@@ -242,7 +195,7 @@ async def test_a_zombie_controller_cannot_write_after_its_session_expired(cluste
         elected = await successor.wait_kind("controller_elected", timeout=30)
         assert elected["controller_epoch"] == epoch + 1
         await create_topic(cluster.admin, "after", {0: (2, 3, 1)})
-        await cluster.brokers[2].wait_for(from_epoch(LAI, epoch + 1))
+        await cluster.simulated[2].wait_for(from_epoch(LAI, epoch + 1))
         changes_before_resume = len(zombie.of_kind("leader_and_isr_change"))
     finally:
         zombie.resume()
@@ -256,7 +209,7 @@ async def test_a_zombie_controller_cannot_write_after_its_session_expired(cluste
     data, _ = await cluster.admin.get(znodes.CONTROLLER)
     registration = znodes.decode_controller_registration(data, znodes.CONTROLLER)
     assert registration is not None and registration.broker_id == 2
-    for broker in cluster.brokers.values():
+    for broker in cluster.simulated.values():
         takeover = min(r.at for r in broker.received if r.body["controller_epoch"] == epoch + 1)
         late = [r for r in broker.received if r.body["controller_epoch"] == epoch and r.at > takeover]
         assert all(r.error == ErrorCode.STALE_CONTROLLER_EPOCH for r in late)
@@ -277,29 +230,25 @@ async def scrape(port: int) -> dict[str, float]:
 
 
 async def test_metrics_use_the_jmx_exporter_names_and_follow_the_cluster(cluster: Cluster) -> None:
-    await cluster.start_brokers(1, 2)
-    active = cluster.controller(1, metrics_port=0)
+    await cluster.start_simulated(1, 2)
+    active = cluster.start_controller(1, metrics_port=0)
     epoch = (await active.wait_kind("controller_elected"))["controller_epoch"]
-    standby = cluster.controller(2, metrics_port=0)
+    standby = cluster.start_controller(2, metrics_port=0)
     await create_topic(cluster.admin, "metered", {0: (1, 2), 1: (2, 1)})
-    await cluster.brokers[1].wait_for(from_epoch(LAI, epoch))
+    await cluster.simulated[1].wait_for(from_epoch(LAI, epoch))
     active_port = (await active.wait_kind("controller_started"))["metrics_port"]
     standby_port = (await standby.wait_kind("controller_started"))["metrics_port"]
 
-    async def settled() -> dict[str, float]:
-        for _ in range(200):
-            samples = await scrape(active_port)
-            if samples.get("kafka_controller_kafkacontroller_globalpartitioncount") == 2:
-                return samples
-            await asyncio.sleep(0.05)
-        raise AssertionError("the active controller never reported 2 partitions")
+    async def settled() -> dict[str, float] | None:
+        samples = await scrape(active_port)
+        return samples if samples.get("kafka_controller_kafkacontroller_globalpartitioncount") == 2 else None
 
-    samples = await settled()
+    samples = await wait_until(settled, "the active controller to report 2 partitions")
     assert samples["kafka_controller_kafkacontroller_activecontrollercount"] == 1
     assert samples["kafka_controller_kafkacontroller_globaltopiccount"] == 1
     assert samples["kafka_controller_kafkacontroller_offlinepartitionscount"] == 0
     assert samples["kafka_controller_kafkacontroller_controllerepoch"] == epoch
-    for broker_id, broker in cluster.brokers.items():
+    for broker_id, broker in cluster.simulated.items():
         assert (
             samples[f'kafka_controller_kafkacontroller_brokerepoch{{broker_id="{broker_id}"}}']
             == broker.epoch

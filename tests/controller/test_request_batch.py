@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.model import LEADER_DURING_DELETE, TopicPartition
+from controller.model import TopicPartition
 from controller.request_batch import EpochProtocol, OutgoingRequest, RequestBatch
-from protocol import ApiKey, decode_request, encode_request_header
+from protocol import LEADER_DURING_DELETE, ApiKey, decode_request, encode_request_header
 from tests.controller.builders import context
 
 PER_BROKER, MAX_EPOCH = EpochProtocol.PER_BROKER, EpochProtocol.MAX_BROKER_EPOCH

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from daemon import frames
 from daemon.connection import KafkaConnection
 from protocol import (
+    DEFAULT_MAX_FRAME_SIZE,
     ApiKey,
     ProtocolError,
     RequestHeader,
@@ -56,8 +58,8 @@ def lai_response(topic: str) -> dict[str, Any]:
 
 
 async def read_frame(reader: asyncio.StreamReader) -> bytes:
-    prefix = await reader.readexactly(4)
-    return prefix + await reader.readexactly(struct.unpack(">i", prefix)[0])
+    """The fake server's side: the next request frame."""
+    return await frames.read_frame(reader, DEFAULT_MAX_FRAME_SIZE)
 
 
 def answer(

@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.event_logs import emitted
+
 REPO = Path(__file__).resolve().parents[2]
-EMIT = re.compile(r"""\bemit\(\s*"([a-z_]+)"(?:\s+if\s+[^,]+?\s+else\s+"([a-z_]+)")?""")
-
-
-def emitted(package: str) -> set[str]:
-    kinds: set[str] = set()
-    for path in (REPO / package).rglob("*.py"):
-        for match in EMIT.finditer(path.read_text()):
-            kinds.update(k for k in match.groups() if k)
-    return kinds
 
 
 @pytest.mark.parametrize("package", ["broker", "controller", "chaos"])

@@ -13,10 +13,7 @@ from hypothesis import strategies as st
 
 from daemon.frames import StreamEnded, TruncatedFrame, read_frame, recv_frame
 from protocol import FrameTooLarge
-
-
-def _frame(payload: bytes) -> bytes:
-    return struct.pack(">i", len(payload)) + payload
+from tests.support.raw_client import raw_frame
 
 
 async def _read_all(chunks: list[bytes], max_size: int = 1 << 20) -> list[bytes]:
@@ -33,10 +30,10 @@ async def _read_all(chunks: list[bytes], max_size: int = 1 << 20) -> list[bytes]
 
 @given(payloads=st.lists(st.binary(max_size=50), max_size=8), data=st.data())
 def test_frames_come_off_the_stream_whole_in_any_chunking(payloads: list[bytes], data: st.DataObject) -> None:
-    stream = b"".join(_frame(p) for p in payloads)
+    stream = b"".join(raw_frame(p) for p in payloads)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
     chunks = [stream[start:end] for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
-    assert asyncio.run(_read_all(chunks)) == [_frame(p) for p in payloads]
+    assert asyncio.run(_read_all(chunks)) == [raw_frame(p) for p in payloads]
 
 
 async def test_an_oversized_prefix_is_refused_before_the_body_arrives() -> None:
@@ -48,14 +45,14 @@ async def test_an_oversized_prefix_is_refused_before_the_body_arrives() -> None:
 
 
 async def test_a_frame_at_the_maximum_is_accepted() -> None:
-    assert await _read_all([_frame(b"12345678")], max_size=8) == [_frame(b"12345678")]
+    assert await _read_all([raw_frame(b"12345678")], max_size=8) == [raw_frame(b"12345678")]
 
 
 @pytest.mark.parametrize(
     ("data", "size", "message"),
     [
         (b"\x00\x00", None, "connection closed inside a size prefix"),
-        (_frame(b"12345")[:-2], 5, "connection closed inside a 5-byte frame"),
+        (raw_frame(b"12345")[:-2], 5, "connection closed inside a 5-byte frame"),
     ],
     ids=["in-prefix", "in-body"],
 )
@@ -72,10 +69,10 @@ async def test_an_end_inside_a_frame_says_where(data: bytes, size: int | None, m
 def test_the_blocking_twin_reads_the_same_frames_and_ends() -> None:
     left, right = socket.socketpair()
     with left, right:
-        right.sendall(_frame(b"abc") + _frame(b"") + _frame(b"12345")[:-1])
+        right.sendall(raw_frame(b"abc") + raw_frame(b"") + raw_frame(b"12345")[:-1])
         right.shutdown(socket.SHUT_WR)
-        assert recv_frame(left, 1024) == _frame(b"abc")
-        assert recv_frame(left, 1024) == _frame(b"")
+        assert recv_frame(left, 1024) == raw_frame(b"abc")
+        assert recv_frame(left, 1024) == raw_frame(b"")
         with pytest.raises(TruncatedFrame, match="5-byte frame"):
             recv_frame(left, 1024)
     left, right = socket.socketpair()

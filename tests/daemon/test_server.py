@@ -19,6 +19,7 @@ from protocol import (
     encode_request,
     error_response_body,
 )
+from tests.support.raw_client import RawClient, raw_frame
 
 TIMEOUT = 10.0
 MAX_FRAME = 4096
@@ -37,44 +38,6 @@ STOP_REPLICA_V1 = {
     "delete_partitions": False,
     "topics": [],
 }
-
-
-class Client:
-    """A bare loopback connection speaking whole frames."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-
-    @classmethod
-    async def connect(cls, port: int) -> Client:
-        return cls(*await asyncio.open_connection("127.0.0.1", port))
-
-    async def send(self, frame: bytes) -> None:
-        self.writer.write(frame)
-        await self.writer.drain()
-
-    async def read_frame(self) -> bytes:
-        async with asyncio.timeout(TIMEOUT):
-            prefix = await self.reader.readexactly(4)
-            return prefix + await self.reader.readexactly(struct.unpack(">i", prefix)[0])
-
-    async def call(self, api_key: int, version: int, correlation_id: int, body: dict[str, Any]) -> dict:
-        await self.send(encode_request(api_key, version, correlation_id, "test", body))
-        got_id, response = decode_response(api_key, version, await self.read_frame())
-        assert got_id == correlation_id
-        return response
-
-    async def closed_by_server(self) -> bool:
-        """True once the server has closed the connection (end of stream or reset)."""
-        try:
-            async with asyncio.timeout(TIMEOUT):
-                return await self.reader.read() == b""
-        except ConnectionResetError:
-            return True
-
-    def close(self) -> None:
-        self.writer.close()
 
 
 class Recorder:
@@ -103,28 +66,24 @@ async def server(recorder: Recorder) -> AsyncIterator[RequestServer]:
         await srv.close()
 
 
-def raw_frame(payload: bytes) -> bytes:
-    return struct.pack(">i", len(payload)) + payload
-
-
 async def test_start_returns_the_bound_port_and_close_drops_connections(server: RequestServer) -> None:
     assert server.port > 0
-    client = await Client.connect(server.port)
+    client = await RawClient.connect(server.port)
     assert (await client.call(4, 2, 1, LEADER_AND_ISR_V2))["error_code"] == 0
     assert server.connections == 1
     await server.close()
     assert await client.closed_by_server()
     assert server.connections == 0
     with pytest.raises(OSError):
-        await Client.connect(server.port)
+        await RawClient.connect(server.port)
 
 
 @pytest.mark.parametrize("announced", [MAX_FRAME + 1, -1, 2**31 - 1])
 async def test_bad_size_prefix_closes_only_that_connection(
     server: RequestServer, announced: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bystander = await Client.connect(server.port)
-    offender = await Client.connect(server.port)
+    bystander = await RawClient.connect(server.port)
+    offender = await RawClient.connect(server.port)
     with caplog.at_level(logging.WARNING, logger="daemon.server"):
         await offender.send(struct.pack(">i", announced))
         assert await offender.closed_by_server()
@@ -147,11 +106,11 @@ async def test_bad_size_prefix_closes_only_that_connection(
 async def test_malformed_request_closes_the_connection(
     server: RequestServer, recorder: Recorder, payload: bytes
 ) -> None:
-    offender = await Client.connect(server.port)
+    offender = await RawClient.connect(server.port)
     await offender.send(raw_frame(payload))
     assert await offender.closed_by_server()
     assert recorder.calls == []
-    other = await Client.connect(server.port)
+    other = await RawClient.connect(server.port)
     assert (await other.call(4, 2, 2, LEADER_AND_ISR_V2))["error_code"] == 0
     other.close()
 
@@ -159,7 +118,7 @@ async def test_malformed_request_closes_the_connection(
 async def test_unsupported_version_is_answered_and_the_connection_stays_usable(
     server: RequestServer, recorder: Recorder
 ) -> None:
-    client = await Client.connect(server.port)
+    client = await RawClient.connect(server.port)
     # LeaderAndIsr v0 with a v1 header (null client id): a known API at a version the codec lacks.
     await client.send(raw_frame(struct.pack(">hhih", 4, 0, 41, -1) + b"\x00" * 8))
     correlation_id, body = decode_response(4, 2, await client.read_frame())
@@ -173,7 +132,7 @@ async def test_unsupported_version_is_answered_and_the_connection_stays_usable(
 async def test_api_not_served_is_refused_without_calling_the_handler(
     server: RequestServer, recorder: Recorder
 ) -> None:
-    client = await Client.connect(server.port)
+    client = await RawClient.connect(server.port)
     answer = await client.call(ApiKey.STOP_REPLICA, 1, 5, STOP_REPLICA_V1)
     assert answer == {"error_code": ErrorCode.INVALID_REQUEST, "partition_errors": []}
     assert recorder.calls == []
@@ -199,7 +158,7 @@ async def test_pipelined_requests_are_handled_one_at_a_time_and_answered_in_orde
     srv = RequestServer(handler, name="pipeline", api_keys={4})
     await srv.start("127.0.0.1", 0)
     try:
-        client = await Client.connect(srv.port)
+        client = await RawClient.connect(srv.port)
         ids = list(range(50))
         await client.send(b"".join(encode_request(4, 2, i, None, LEADER_AND_ISR_V2) for i in ids))
         answered = [decode_response(4, 2, await client.read_frame())[0] for _ in ids]
@@ -222,7 +181,7 @@ async def test_a_busy_connection_does_not_hold_up_another() -> None:
     srv = RequestServer(handler, name="independent", api_keys={4})
     await srv.start("127.0.0.1", 0)
     try:
-        slow, fast = await Client.connect(srv.port), await Client.connect(srv.port)
+        slow, fast = await RawClient.connect(srv.port), await RawClient.connect(srv.port)
         await slow.send(encode_request(4, 2, 1, None, LEADER_AND_ISR_V2))
         assert (await fast.call(4, 2, 2, LEADER_AND_ISR_V2))["error_code"] == 0
         release.set()
@@ -244,7 +203,7 @@ async def test_handler_failure_closes_that_connection_with_a_traceback(
     srv = RequestServer(handler, name="failing", api_keys={4})
     await srv.start("127.0.0.1", 0)
     try:
-        victim, other = await Client.connect(srv.port), await Client.connect(srv.port)
+        victim, other = await RawClient.connect(srv.port), await RawClient.connect(srv.port)
         with caplog.at_level(logging.ERROR, logger="daemon.server"):
             await victim.send(encode_request(4, 2, 13, None, LEADER_AND_ISR_V2))
             assert await victim.closed_by_server()
@@ -266,7 +225,7 @@ async def test_handler_sees_the_frame_size_and_peer() -> None:
     srv = RequestServer(handler, name="context", api_keys={4})
     await srv.start("127.0.0.1", 0)
     try:
-        client = await Client.connect(srv.port)
+        client = await RawClient.connect(srv.port)
         frame = encode_request(4, 2, 3, "me", LEADER_AND_ISR_V2)
         await client.send(frame)
         await client.read_frame()

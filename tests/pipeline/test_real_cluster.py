@@ -12,8 +12,8 @@ import pytest
 
 from cluster import launcher
 from pipeline.__main__ import main
-from tests.local_cluster import events
-from tests.zkstore.helpers import wait_until
+from tests.support.event_logs import events
+from tests.support.waiting import wait_until
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -57,17 +57,21 @@ def body_strategy(
         blob = st.binary(max_size=24)
         return st.none() | blob if con.nullable else blob
     if isinstance(con, KArray):
-        element = con.element
-        while isinstance(element, Renamed):
-            element = element.subcon
-        low, high = int_items if isinstance(element, FormatField) else (0, max_items)
-        items = st.lists(body_strategy(element, max_items, int_items), min_size=low, max_size=high)
-        return st.none() | items if con.nullable else items
+        return _array_strategy(con, max_items, int_items)
     if isinstance(con, KStruct):
-        fields = {}
-        for sc in con.subcons:
-            if sc is TaggedFields or sc.name is None:
-                continue
-            fields[sc.name] = body_strategy(sc, max_items, int_items)
+        fields = {
+            sc.name: body_strategy(sc, max_items, int_items)
+            for sc in con.subcons
+            if sc is not TaggedFields and sc.name is not None
+        }
         return st.fixed_dictionaries(fields)
     raise TypeError(f"no strategy for {con!r}")
+
+
+def _array_strategy(con: KArray, max_items: int, int_items: tuple[int, int]) -> st.SearchStrategy[Any]:
+    element = con.element
+    while isinstance(element, Renamed):
+        element = element.subcon
+    low, high = int_items if isinstance(element, FormatField) else (0, max_items)
+    items = st.lists(body_strategy(element, max_items, int_items), min_size=low, max_size=high)
+    return st.none() | items if con.nullable else items

@@ -12,12 +12,9 @@ from hypothesis import strategies as st
 import protocol
 from protocol.registry import SUPPORTED_VERSIONS, message_codec
 from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id, per_message
+from tests.support.raw_client import raw_frame
 
 KNOWN_KEYS = [int(k) for k in SUPPORTED_VERSIONS]
-
-
-def _framed(payload: bytes) -> bytes:
-    return struct.pack(">i", len(payload)) + payload
 
 
 def _decode_or_protocol_error(frame: bytes) -> None:
@@ -36,7 +33,7 @@ def test_random_bytes(raw: bytes) -> None:
     tail=st.binary(max_size=300),
 )
 def test_random_payload_behind_a_plausible_header(api_key: int, api_version: int, tail: bytes) -> None:
-    _decode_or_protocol_error(_framed(struct.pack(">hhi", api_key, api_version, 1) + tail))
+    _decode_or_protocol_error(raw_frame(struct.pack(">hhi", api_key, api_version, 1) + tail))
 
 
 @pytest.mark.parametrize("case", [c for c in ALL_MESSAGES if c[2] == "request"], ids=message_id)
@@ -62,7 +59,7 @@ def test_mutated_valid_requests(case: tuple[int, int, str], data: st.DataObject)
             payload[at : at + 4] = struct.pack(
                 ">i", data.draw(st.sampled_from([2**31 - 1, 2**30, -2, 40000]))
             )
-    frame = _framed(bytes(payload))
+    frame = raw_frame(bytes(payload))
     if data.draw(st.booleans()):
         frame = struct.pack(">i", data.draw(st.integers(-(2**31), 2**31 - 1))) + frame[4:]
     _decode_or_protocol_error(frame)
@@ -74,18 +71,18 @@ def test_mutated_valid_requests(case: tuple[int, int, str], data: st.DataObject)
 def test_random_responses(case: tuple[int, int, str], tail: bytes) -> None:
     api_key, version, _ = case
     with contextlib.suppress(protocol.ProtocolError):
-        protocol.decode_response(api_key, version, _framed(tail))
+        protocol.decode_response(api_key, version, raw_frame(tail))
 
 
 def test_unknown_api_key_is_a_protocol_error_not_an_unsupported_version() -> None:
-    frame = _framed(struct.pack(">hhi", 9999, 0, 5) + b"\xff\xff")
+    frame = raw_frame(struct.pack(">hhi", 9999, 0, 5) + b"\xff\xff")
     with pytest.raises(protocol.ProtocolError, match="unknown API key 9999") as info:
         protocol.decode_request(frame)
     assert not isinstance(info.value, protocol.UnsupportedVersionError)
 
 
 def test_unsupported_version_keeps_what_a_server_needs_to_answer() -> None:
-    frame = _framed(struct.pack(">hhih", 4, 3, 4242, 3) + b"cli" + b"\x00" * 10)
+    frame = raw_frame(struct.pack(">hhih", 4, 3, 4242, 3) + b"cli" + b"\x00" * 10)
     with pytest.raises(protocol.UnsupportedVersionError) as info:
         protocol.decode_request(frame)
     err = info.value

@@ -10,7 +10,8 @@ import threading
 import pytest
 from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 
-from tests.zkstore.helpers import expire_session, session, wait_until
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import expire_session, session
 from zkstore.aio import ConnectionEvent
 from zkstore.election import read_controller_epoch, resign, try_elect
 from zkstore.fencing import ControllerMoved, FencedWriter
@@ -134,12 +135,8 @@ async def test_a_deposed_controller_can_write_nothing(zk_connect: str) -> None:
             (await writer_a.commit([SetData("/brokers/topics/t/partitions/0/state", b"a1")]))[0], Exception
         )
         await expire_session(a)
-        token_b = None
-        for _ in range(100):  # /controller goes with a's session; b wins once it is gone
-            token_b = await try_elect(b, 2, b"{}")
-            if token_b:
-                break
-            await asyncio.sleep(0.1)
+        # /controller goes with a's session; b wins once it is gone
+        token_b = await wait_until(lambda: try_elect(b, 2, b"{}"), "b to win the election", interval=0.1)
         assert token_b is not None and token_b.epoch == token_a.epoch + 1
         await wait_until(lambda: a.connected, what="the zombie's new session")
         with pytest.raises(ControllerMoved):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import ZnodeStat
 
+from tests.support.waiting import wait_until_sync
 from zkstore import local_server
 from zkstore.local_server import (
     JavaNotFound,
@@ -27,15 +26,6 @@ CLIENT_TIMEOUT_S = 15.0
 
 # Path shared by the two chroot tests: each must be able to create it from scratch.
 SHARED_PATH = "/isolation/probe"
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``condition`` until true; fail with ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def pid_alive(pid: int) -> bool:
@@ -220,7 +210,9 @@ def test_ensemble_elects_a_new_leader_when_the_leader_dies(tmp_path: Path) -> No
         assert ensemble.nodes[leader].mode() is None
 
         try:
-            wait_for(lambda: reader.connected, 30.0, "the client to reconnect to a surviving node")
+            wait_until_sync(
+                lambda: reader.connected, "the client to reconnect to a surviving node", timeout=30.0
+            )
             reader.set("/replicated", b"v2")
             assert reader.get("/replicated")[0] == b"v2"
         finally:

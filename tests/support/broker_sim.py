@@ -1,6 +1,6 @@
 """Simulated brokers: real ZooKeeper registrations and real TCP listeners, no data plane.
 
-The controller's integration tests and benchmarks need many brokers that register like Kafka's
+The controller's integration tests need many brokers that register like Kafka's
 (KIP-380: the czxid of ``/brokers/ids/N`` is the broker epoch) and answer LeaderAndIsr, UpdateMetadata
 and StopReplica with a real broker's validation (reference §4.1): a stale broker epoch gets
 STALE_BROKER_EPOCH (77), a controller epoch below the highest seen gets STALE_CONTROLLER_EPOCH (11),
@@ -8,9 +8,10 @@ and a rejected request changes nothing. Hundreds of them run in one process, by 
 shared ZooKeeper session.
 
 Each broker records what it received (for tests to wait on) unless ``record=False``, which keeps only
-counters: a benchmark of 200 brokers x 200k partitions cannot hold every body.
+counters: a run of 200 brokers x 200k partitions cannot hold every body (``bench.ack_brokers``, which
+only acknowledges, is what the benchmarks use at that scale).
 
-    .venv/bin/python -m bench.broker_sim --zookeeper 127.0.0.1:2181 --brokers 3 [--first-id 1]
+    .venv/bin/python -m tests.support.broker_sim --zookeeper 127.0.0.1:2181 --brokers 3 [--first-id 1]
         [--no-control-plane] [--no-validate] [--host 127.0.0.1]
 
 prints ``{"brokers": {id: {"epoch", "control_port", "port"}}}`` on one line once every broker is
@@ -33,17 +34,25 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import uvloop
 from kazoo.exceptions import NoNodeError
 
 from broker.apis import broker_epoch_is_stale
 from daemon.server import RequestServer, current_request
-from protocol import ApiKey, ErrorCode, RequestHeader, epoch_field
+from protocol import (
+    CONTROL_APIS,
+    LEADER_DURING_DELETE,
+    UNKNOWN_BROKER_EPOCH,
+    ApiKey,
+    ErrorCode,
+    RequestHeader,
+    epoch_field,
+)
 from zkstore.aio import AsyncZooKeeper
 from zkstore.registration import register_broker
 from zkstore.znodes import BrokerRegistration, Endpoint, TopicPartition, broker_path
 
 __all__ = [
-    "CONTROL_APIS",
     "CONTROL_LISTENER",
     "DATA_LISTENER",
     "BrokerStats",
@@ -52,15 +61,11 @@ __all__ = [
     "SimulatedCluster",
 ]
 
-log = logging.getLogger("bench.broker_sim")
+log = logging.getLogger("tests.support.broker_sim")
 
-CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA})
 CONTROL_LISTENER = "CONTROLLER"
 """The KIP-291 control-plane listener (``control.plane.listener.name``)."""
 DATA_LISTENER = "PLAINTEXT"
-LEADER_DURING_DELETE = -2
-"""An UpdateMetadata partition state with this leader removes the partition (Kafka's LeaderDuringDelete)."""
-UNKNOWN_BROKER_EPOCH = -1
 
 
 @dataclass(slots=True)
@@ -438,7 +443,7 @@ class SimulatedCluster:
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.broker_sim", description="Simulated Kafka brokers."
+        prog="python -m tests.support.broker_sim", description="Simulated Kafka brokers."
     )
     parser.add_argument("--zookeeper", required=True, help="ZooKeeper connect string (a chroot allowed)")
     parser.add_argument("--brokers", type=int, required=True, help="how many brokers to simulate")
@@ -476,12 +481,7 @@ async def _run(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(_run(args))
-    else:
-        uvloop.run(_run(args))
+    uvloop.run(_run(args))
 
 
 if __name__ == "__main__":

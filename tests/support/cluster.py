@@ -1,19 +1,32 @@
-"""A real cluster on loopback for process tests: ZooKeeper (from the fixture), a controller, brokers."""
+"""One cluster fixture for process tests: daemons on loopback around the test's ZooKeeper chroot.
+
+A test takes what it needs: real broker processes (``start`` brings up brokers and a controller and
+waits for failover), simulated brokers (``start_simulated``, for driving controller processes), and
+controller processes (``start_controller``). Everything is killed at the end, whatever happened.
+"""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cluster.admin import create_topic
+from cluster.processes import BrokerProcess, ControllerProcess, DaemonProcess, Event
 from protocol import ApiKey
 from protocol.record_batch import build_batch
-from tests.daemons import BrokerProcess, ControllerProcess, create_topic
-from tests.zkstore.helpers import session
+from tests.support.broker_sim import Received, SimulatedBroker
+from tests.support.zookeeper import session
+from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
+
+__all__ = ["Cluster", "channel_idle", "cluster", "epoch_of", "free_ports", "from_epoch", "produce"]
+
+DEFAULT_CONTROLLER_ID = 100
 
 
 def free_ports(count: int) -> list[int]:
@@ -33,8 +46,14 @@ class Cluster:
         self.workdir = workdir
         self.admin = admin
         self.brokers: dict[int, BrokerProcess] = {}
+        """Real broker processes."""
+        self.simulated: dict[int, SimulatedBroker] = {}
+        self.controllers: list[ControllerProcess] = []
         self.controller: ControllerProcess | None = None
-        self.processes: list[Any] = []
+        """The controller ``start`` started."""
+        self.processes: list[DaemonProcess] = []
+
+    # -- real brokers
 
     def broker(self, broker_id: int, *, fixed_ports: bool = False, **overrides: Any) -> BrokerProcess:
         if fixed_ports:
@@ -49,10 +68,7 @@ class Cluster:
         """The same broker (config, ports, log dir) as a new process."""
         old = self.brokers[broker_id]
         old.kill()
-        new = BrokerProcess.__new__(BrokerProcess)
-        new.__dict__.update(old.__dict__)
-        new.process, new._read, new.events = None, 0, []
-        new.events_path.rename(new.events_path.with_suffix(f".{len(self.processes)}.jsonl"))
+        new = old.relaunch(generation=len(self.processes))
         self.brokers[broker_id] = new
         self.processes.append(new)
         return new.start()
@@ -60,31 +76,57 @@ class Cluster:
     async def start(
         self, broker_ids: tuple[int, ...] = (1, 2, 3), overrides: dict[int, dict[str, Any]] | None = None
     ) -> None:
+        """Real brokers, then one controller; returns once the controller has finished failover."""
         for broker_id in broker_ids:
             self.broker(broker_id, **(overrides or {}).get(broker_id, {}))
         for broker in self.brokers.values():
             await broker.wait_kind("broker_started")
-        self.controller = ControllerProcess(100, self.zk_connect, self.workdir)
-        self.processes.append(self.controller.start())
+        self.controller = self.start_controller(DEFAULT_CONTROLLER_ID)
         await self.controller.wait_kind("failover_complete")
 
     async def topic(self, name: str, replicas: dict[int, tuple[int, ...]]) -> None:
+        """Create a topic and wait until each real broker has taken its role for each partition."""
         await create_topic(self.admin, name, replicas)
         for broker_id in {b for r in replicas.values() for b in r}:
-            for partition in (p for p, r in replicas.items() if broker_id in r):
+            for p in (p for p, r in replicas.items() if broker_id in r):
                 await self.brokers[broker_id].wait_event(
-                    lambda e, p=partition: (
-                        e["kind"] in ("become_leader", "become_follower")
-                        and e["topic"] == name
-                        and e["partition"] == p
-                    ),
-                    what=f"{name}-{partition} on broker {broker_id}",
+                    partial(_took_role, topic=name, partition=p), what=f"{name}-{p} on broker {broker_id}"
                 )
+
+    # -- simulated brokers and controllers
+
+    async def start_simulated(self, *broker_ids: int) -> None:
+        for broker_id in broker_ids:
+            broker = SimulatedBroker(broker_id, self.zk_connect)
+            await broker.start()
+            self.simulated[broker_id] = broker
+
+    def start_controller(self, controller_id: int, **overrides: object) -> ControllerProcess:
+        process = ControllerProcess(controller_id, self.zk_connect, self.workdir, **overrides).start()
+        self.controllers.append(process)
+        self.processes.append(process)
+        return process
+
+    async def topic_id(self, topic: str) -> object:
+        data, _ = await self.admin.get(znodes.topic_path(topic))
+        assignment = znodes.decode_topic_assignment(data, znodes.topic_path(topic))
+        assert assignment is not None and assignment.topic_id is not None
+        return assignment.topic_id
 
     async def close(self) -> None:
         for process in self.processes:
             process.kill()
+        for simulated in self.simulated.values():
+            await simulated.stop()
         await self.admin.close()
+
+
+def _took_role(event: Event, *, topic: str, partition: int) -> bool:
+    return (
+        event["kind"] in ("become_leader", "become_follower")
+        and event["topic"] == topic
+        and event["partition"] == partition
+    )
 
 
 @pytest.fixture
@@ -94,6 +136,11 @@ async def cluster(zk_connect: str, tmp_path: Path) -> AsyncIterator[Cluster]:
         yield c
     finally:
         await c.close()
+
+
+def from_epoch(api_key: int, controller_epoch: int) -> Callable[[Received], bool]:
+    """A simulated broker's received request of ``api_key`` from the controller of ``controller_epoch``."""
+    return lambda r: r.api_key == api_key and r.body["controller_epoch"] == controller_epoch
 
 
 async def channel_idle(controller: ControllerProcess, broker_id: int) -> None:

@@ -1,13 +1,15 @@
-"""Small helpers for ZooKeeper integration tests: sessions, forced session expiry, cut connections."""
+"""ZooKeeper for integration tests: sessions, forced session expiry, cut connections, partition state,
+brokers registered without a broker process."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 from kazoo.client import KazooClient
 
+from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
+from zkstore.registration import register_broker
 
 
 async def session(connect: str) -> AsyncZooKeeper:
@@ -28,26 +30,6 @@ async def expire_session(zk: AsyncZooKeeper) -> None:
     await loop.run_in_executor(None, twin.start, 15)
     await loop.run_in_executor(None, twin.stop)
     twin.close()
-
-
-async def wait_until(
-    condition: Callable[[], bool | Awaitable[bool]], timeout: float = 15.0, what: str = "condition"
-) -> None:
-    """Poll ``condition`` (plain or async) on the loop until it holds; fail after ``timeout`` seconds."""
-    deadline = loop_time() + timeout
-    while True:
-        held = condition()
-        if not isinstance(held, bool):
-            held = await held
-        if held:
-            return
-        if loop_time() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-def loop_time() -> float:
-    return asyncio.get_running_loop().time()
 
 
 class ConnectionCutter:
@@ -100,3 +82,24 @@ class ConnectionCutter:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+
+
+async def partition_state(
+    zk: AsyncZooKeeper, topic: str, partition: int
+) -> tuple[znodes.LeaderIsrState, int]:
+    """A partition's state znode, decoded, and its version (the partition epoch)."""
+    path = znodes.partition_state_path(topic, partition)
+    data, stat = await zk.get(path)
+    state = znodes.decode_leader_isr_state(data, path)
+    assert state is not None
+    return state, stat.version
+
+
+def registration(broker_id: int, rack: str | None = None) -> bytes:
+    endpoint = znodes.Endpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id)
+    return znodes.BrokerRegistration(broker_id, (endpoint,), {"PLAINTEXT": "PLAINTEXT"}, 0, rack).encode()
+
+
+async def register(zk: AsyncZooKeeper, *broker_ids: int) -> dict[int, int]:
+    """Brokers registered as a broker does (KIP-380); their epochs."""
+    return {b: await register_broker(zk, b, registration(b, rack=f"rack-{b % 2}")) for b in broker_ids}

@@ -1,3 +1,0 @@
-from tests.broker.cluster import cluster
-
-__all__ = ["cluster"]

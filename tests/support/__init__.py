@@ -1,0 +1,19 @@
+"""What the tests share, one copy of each:
+
+- ``waiting``: ``wait_until`` (and ``wait_until_sync``), waiting on conditions with a timeout;
+- ``cluster``: the ``cluster`` fixture, daemons on loopback around the test's ZooKeeper chroot (real
+  brokers, simulated brokers, controllers), and helpers over them (``produce``, ``epoch_of``, ...);
+- ``broker_sim``: simulated brokers, registered in ZooKeeper and validating control requests as
+  Kafka's do (also ``python -m tests.support.broker_sim``);
+- ``raw_client``: a bare Kafka-protocol client for frames a real client would never send;
+- ``clients``: unmodified Kafka clients pointed at a test cluster (``bootstrap``, ``confluent_consume``);
+- ``zookeeper``: sessions, forced session expiry, cut connections, partition state znodes, brokers
+  registered without a process (``register``);
+- ``requests``: request bodies written by hand (control requests, AlterPartition);
+- ``event_logs``: reading a launcher-made cluster's event logs, and the kinds the sources emit.
+
+Test modules import helpers from here (or from their own package's builders), never from another
+test module.
+
+The ZooKeeper server and per-test chroot fixtures are in ``tests/conftest.py``.
+"""

@@ -1,0 +1,35 @@
+"""Unmodified Kafka clients pointed at a test cluster."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any
+
+from tests.support.cluster import Cluster
+
+DEADLINE_S = 60.0
+"""How long a client call may take before the test fails instead of hanging."""
+
+
+def bootstrap(cluster: Cluster) -> str:
+    return ",".join("{}:{}".format(*b.endpoint("PLAINTEXT")) for b in cluster.brokers.values())
+
+
+def confluent_consume(servers: str, topic: str, partitions: int, expected: int) -> dict[int, list[Any]]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": servers, "group.id": "assign-only", "enable.auto.commit": False}
+    )
+    got: dict[int, list[Any]] = defaultdict(list)
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        deadline = time.monotonic() + DEADLINE_S
+        while sum(len(v) for v in got.values()) < expected and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=1000, timeout=0.5):
+                if message.error() is None:
+                    got[message.partition()].append((message.offset(), message.key(), message.value()))
+    finally:
+        consumer.close()
+    return got
