@@ -1,11 +1,11 @@
 """Brokers that acknowledge every control request as fast as possible, to time the controller alone.
 
-The tests' ``tests.support.broker_sim`` decodes and validates each request like a real broker; at 200 brokers and 200k
-partitions that decoding would be the bottleneck the benchmark measures. An ack broker reads every
-byte of a request but decodes only its header, then answers with a precomputed NONE body
-(``error_response_body``) framed for the request's correlation id. It counts requests and bytes per
-API and records when it answered the latest request of each API, in ``time.monotonic()`` seconds:
-the default asyncio loop's clock, shared by every process of the machine.
+The tests' ``tests.support.broker_sim`` decodes and validates each request like a real broker; at
+200 brokers and 200k partitions that decoding would be the bottleneck the benchmark measures. An ack
+broker reads every byte of a request but decodes only its header, then answers with a precomputed
+NONE body (``error_response_body``) framed for the request's correlation id. It counts requests and
+bytes per API and records when it answered the latest request of each API, in ``time.monotonic()``
+seconds: the default asyncio loop's clock, shared by every process of the machine.
 
 Each broker has one listener, advertised as both ``CONTROLLER`` and ``PLAINTEXT``, and is registered
 in ZooKeeper (KIP-380 epochs) over one session per process unless ``--no-register`` is given.
