@@ -3,9 +3,10 @@
 A partition that becomes a follower is handed to the fetcher of its leader. Before fetching, the
 fetcher truncates the local log where it diverges from the leader's (KIP-101/279): it asks the leader
 with OffsetForLeaderEpoch where the follower's latest epoch ended there, and cuts the log at that
-offset, not blindly at the high watermark. Then it fetches from the log end offset (long polls of
-``replica.fetch.wait.max.ms``), appends what comes exactly as the leader wrote it, and takes the
-leader's high watermark, capped at its own log end offset.
+offset, not blindly at the high watermark; when the leader answers with an epoch the follower never
+had, it cuts back to its own previous epoch and asks again (``truncation_point``). Then it fetches
+from the log end offset (long polls of ``replica.fetch.wait.max.ms``), appends what comes exactly as
+the leader wrote it, and takes the leader's high watermark, capped at its own log end offset.
 
 The fetch offset is also the follower's report to the leader: everything before it is replicated,
 which is how the leader moves the high watermark. A partition whose leader answers with an error
@@ -56,6 +57,33 @@ RETRIABLE = frozenset(
 """The leader has not taken its LeaderAndIsr yet (a new topic, a leader change in flight): ask again
 after ``replica.fetch.backoff.ms``. Other errors (FENCED_LEADER_EPOCH: our epoch is older) wait for
 the next LeaderAndIsr."""
+
+
+@dataclass(frozen=True)
+class Truncation:
+    offset: int
+    """Cut the log here (nothing happens at or past its end)."""
+    complete: bool
+    """False: the follower never had the leader's epoch; ask the leader again after cutting."""
+
+
+def truncation_point(
+    leader_epoch: int, leader_end: int, local: tuple[int, int], log_end_offset: int
+) -> Truncation:
+    """Where a follower cuts its log, given the leader's OffsetForLeaderEpoch answer (KIP-279).
+
+    ``local`` is the follower's own answer for ``leader_epoch``: its largest epoch at or below it and
+    where that epoch ends in its log. When the follower also has the leader's epoch, the logs agree
+    up to the smaller of the two ends of that epoch: the follower's may end before its log end, when
+    it led a later epoch itself. When it never had that epoch, it cuts where its own largest epoch
+    below ends and asks again about that epoch; each round asks about a smaller epoch, so this ends.
+    """
+    local_epoch, local_end = local
+    if local_end < 0:  # no epoch at or below the leader's here
+        return Truncation(min(leader_end, log_end_offset), complete=True)
+    if local_epoch == leader_epoch:
+        return Truncation(min(leader_end, local_end, log_end_offset), complete=True)
+    return Truncation(min(local_end, log_end_offset), complete=False)
 
 
 @dataclass(eq=False)
@@ -247,13 +275,12 @@ class ReplicaFetcher(threading.Thread):
                 return
             before = p.log.log_end_offset
             if local_epoch is None or epoch < 0 or end_offset < 0:
-                target = min(p.high_watermark, before)  # no epoch to compare: Kafka's fallback
+                point = Truncation(min(p.high_watermark, before), complete=True)  # Kafka's fallback
             else:
-                local_epoch_found, local_end = p.log.end_offset_for_epoch(epoch)
-                target = min(end_offset, before if local_epoch_found == epoch else local_end)
-            after = p.log.truncate_to(target) if target < before else before
+                point = truncation_point(epoch, end_offset, p.log.end_offset_for_epoch(epoch), before)
+            after = p.log.truncate_to(point.offset) if point.offset < before else before
             p.high_watermark = min(p.high_watermark, after)
-            fetching.truncated = True
+            fetching.truncated = point.complete
         self.emit(
             "follower_truncated",
             topic=tp.topic,
@@ -264,6 +291,7 @@ class ReplicaFetcher(threading.Thread):
             leader_answer=[epoch, end_offset],
             log_end_offset_before=before,
             log_end_offset=after,
+            complete=point.complete,
         )
 
     # -- fetching
