@@ -112,6 +112,9 @@ class FetchApi:
                 if replica_id >= 0:
                     if replica_id not in partition.replicas:
                         raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                    start, end = leader_log.log_start_offset, leader_log.log_end_offset
+                    if not start <= w.fetch_offset <= end:  # validated before it counts as a position
+                        raise OffsetOutOfRange(w.fetch_offset, start, end)
                     moved = partition.record_follower_fetch(replica_id, w.fetch_offset, now_ms)
                     self.rm.maybe_expand_isr(partition, replica_id)
                     upper = leader_log.log_end_offset
@@ -122,8 +125,10 @@ class FetchApi:
             records = leader_log.read(w.fetch_offset, budget, upper_bound=upper, min_one_batch=first)
         except PartitionError as exc:
             return _partition_response(index, exc.code)
-        except OffsetOutOfRange:
-            return _partition_response(index, ErrorCode.OFFSET_OUT_OF_RANGE)
+        except OffsetOutOfRange as exc:  # the log start tells a follower behind it where to start over
+            return _partition_response(
+                index, ErrorCode.OFFSET_OUT_OF_RANGE, log_start_offset=exc.log_start_offset
+            )
         finally:
             if moved:
                 self.rm.partition_changed(w.tp)

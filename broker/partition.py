@@ -6,7 +6,8 @@ and the data plane (produce, fetch, the fetchers) share. The rules are Kafka's:
 * the leader's high watermark is the smallest log end offset among itself and the ISR, and never
   goes back; a follower's is the leader's, capped at its own log end offset;
 * a follower's log end offset is the offset it fetches from, and it is caught up when that reaches
-  the leader's log end offset (the time is kept for ISR shrinking);
+  the leader's log end offset (the time is kept for ISR shrinking; a follower at the leader's log
+  end is in sync however long ago that was);
 * a replica whose position the leader does not know yet (-1) holds the high watermark where it is.
 """
 
@@ -71,11 +72,22 @@ class Partition:
     def is_leader(self) -> bool:
         return self.leader == self.local_id and not self.stopped and self.log is not None
 
-    def become_leader(self, now_ms: int) -> None:
-        """Start leading: followers' positions unknown until they fetch, the epoch starts at the log end."""
+    def become_leader(self, now_ms: int, *, was_leader: bool = False) -> None:
+        """Start a leader epoch (Kafka's makeLeader): the epoch starts at the log end, followers'
+        positions are unknown until they fetch in it, and the high watermark moves at once if the
+        ISR allows (a leader alone in its ISR has nothing else to wait for).
+
+        A new leader counts its ISR followers as caught up now and the others as never; a leader
+        taking a newer epoch keeps the caught-up times it had, so a lagging follower stays lagging.
+        """
         assert self.log is not None
+        known = self.followers if was_leader else {}
         self.followers = {
-            r: FollowerState(last_caught_up_ms=now_ms if r in self.isr else 0)
+            r: FollowerState(
+                last_caught_up_ms=known[r].last_caught_up_ms
+                if r in known
+                else (now_ms if r in self.isr else 0)
+            )
             for r in self.replicas
             if r != self.local_id
         }
@@ -85,6 +97,7 @@ class Partition:
         self.high_watermark = min(
             max(self.high_watermark, self.log.log_start_offset), self.log.log_end_offset
         )
+        self.maybe_advance_high_watermark()
 
     def become_follower(self) -> None:
         self.followers = {}
@@ -117,12 +130,16 @@ class Partition:
         return tuple(sorted(set(self.isr) | set(self.pending_isr)))
 
     def out_of_sync(self, now_ms: int, max_lag_ms: int) -> list[int]:
-        """ISR followers that have not caught up within ``max_lag_ms`` (replica.lag.time.max.ms)."""
+        """ISR followers not caught up (Kafka's isCaughtUp): not at our log end offset, and not caught
+        up within ``max_lag_ms`` (replica.lag.time.max.ms) either."""
+        assert self.log is not None
+        leader_end = self.log.log_end_offset
         return [
             r
             for r in self.isr
             if r != self.local_id
             and (state := self.followers.get(r)) is not None
+            and state.log_end_offset != leader_end
             and now_ms - state.last_caught_up_ms > max_lag_ms
         ]
 

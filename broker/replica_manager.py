@@ -80,13 +80,6 @@ class ReplicaManager:
             self._checkpointed = {}
         self.hw_checkpointing = False
 
-    # -- generations
-
-    def new_generation(self) -> None:
-        """A new registration (broker epoch): wait for its first LeaderAndIsr before checkpointing again."""
-        with self.state_change_lock:
-            self.hw_checkpointing = False
-
     # -- controller epoch
 
     def accept_controller_epoch(self, epoch: int) -> bool:
@@ -134,7 +127,7 @@ class ReplicaManager:
             if not self.hw_checkpointing:
                 self.hw_checkpointing = True
                 log.info(
-                    "first LeaderAndIsr of this broker generation applied: high-watermark checkpoints start"
+                    "first LeaderAndIsr applied: high-watermark checkpoints start"
                 )
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
@@ -171,7 +164,7 @@ class ReplicaManager:
                 partition.log = self.log_manager.get_or_create(tp)
             leader = partition.leader == self.broker_id
             if leader:
-                partition.become_leader(int(time.time() * 1000))
+                partition.become_leader(int(time.time() * 1000), was_leader=was_leader)
             else:
                 partition.become_follower()
         if leader:

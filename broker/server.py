@@ -279,7 +279,6 @@ class BrokerServer:
                 wait_for_owner_s=self.config.zookeeper_session_timeout_ms / 1000 + 5,
             )
             if epoch != previous:
-                self.replica_manager.new_generation()
                 self.identity.epoch = epoch
                 self.events.emit("registered", broker_epoch=epoch, previous_epoch=previous)
             return epoch

@@ -483,22 +483,6 @@ def test_valid_leader_and_isr_starts_checkpoints_keeping_loaded_high_watermarks(
     assert not list(restarted.log_dir.glob("*.tmp"))
 
 
-def test_new_generation_stops_checkpoints_until_its_first_leader_and_isr(restarted: Broker) -> None:
-    send(restarted, LAI, 2, leader_and_isr(2, EPOCH, {"t": [lai_partition(0), lai_partition(1)]}))
-    assert restarted.replica_manager.checkpoint_high_watermarks() is True
-    written = checkpoint_bytes(restarted)
-    restarted.replica_manager.new_generation()
-    restarted.identity.epoch = EPOCH + 1
-    restarted.partition("t", 0).high_watermark = 45
-    assert restarted.replica_manager.checkpoint_high_watermarks() is False
-    send(restarted, LAI, 2, leader_and_isr(2, EPOCH, {"t": [lai_partition(0, leader_epoch=2)]}))
-    assert restarted.replica_manager.checkpoint_high_watermarks() is False
-    assert checkpoint_bytes(restarted) == written
-    send(restarted, LAI, 2, leader_and_isr(2, EPOCH + 1, {"t": [lai_partition(0, leader_epoch=2)]}))
-    assert restarted.replica_manager.checkpoint_high_watermarks() is True
-    assert read_offsets(restarted.log_dir / HW_CHECKPOINT_FILE)[TopicPartition("t", 0)] == 45
-
-
 def test_corrupt_checkpoint_is_ignored_at_start(tmp_path: Path) -> None:
     """A damaged file must not stop the broker; partitions then start from high watermark 0."""
     (tmp_path / HW_CHECKPOINT_FILE).write_text("0\n5\nt 0 42\n")

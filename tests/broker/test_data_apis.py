@@ -336,6 +336,19 @@ def test_fetch_beyond_the_log_end_is_out_of_range(broker: DataBroker) -> None:
     assert fetch_answer(broker.call(ApiKey.FETCH, 11, fetch_body(3)))["error_code"] == ErrorCode.NONE
 
 
+def test_a_follower_fetch_out_of_range_does_not_count_as_its_position(tmp_path: Path) -> None:
+    """A follower whose log runs past ours (it diverged) holds nothing we can count: Kafka records a
+    follower's position only once its fetch offset is validated."""
+    broker = make(tmp_path, isr=(1, 2))
+    try:
+        broker.call(ApiKey.PRODUCE, 8, produce_body(records(3)))
+        answer = fetch_answer(broker.call(ApiKey.FETCH, 11, fetch_body(5, replica_id=2)))
+        assert answer["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert fetch_answer(broker.call(ApiKey.FETCH, 11, fetch_body(0)))["high_watermark"] == 0
+    finally:
+        broker.rm.shutdown()
+
+
 def test_a_long_poll_is_answered_when_records_arrive(broker: DataBroker) -> None:
     waiting = broker.later(ApiKey.FETCH, 11, fetch_body(0, max_wait_ms=10_000))
     assert not waiting.done()

@@ -113,3 +113,36 @@ def test_a_clients_leader_epoch_is_checked(asked: int, error: ErrorCode | None) 
     with pytest.raises(PartitionError) as info:
         p.check_leader_epoch(asked)
     assert info.value.code == error
+
+
+def test_a_new_leader_alone_in_its_isr_advances_the_high_watermark_at_once() -> None:
+    """Kafka's makeLeader ends with maybeIncrementLeaderHW: nothing else will move it."""
+    p = leader(isr=(1,), leo=10, hw=4)
+    assert p.high_watermark == 10
+
+
+def test_a_new_leader_with_followers_keeps_the_high_watermark_until_they_fetch() -> None:
+    p = leader(isr=(1, 2), leo=10, hw=4)
+    assert p.high_watermark == 4
+    assert p.followers[2].log_end_offset == -1
+
+
+def test_a_leader_taking_a_newer_epoch_keeps_its_followers_caught_up_times() -> None:
+    """Kafka resets caught-up times only for a new leader, so an epoch bump does not reprieve a
+    follower that has been lagging for a while."""
+    p = leader(isr=(1, 2, 3), leo=10, now_ms=1000)
+    p.record_follower_fetch(2, 10, 2000)
+    p.leader_epoch = 6
+    p.become_leader(5000, was_leader=True)
+    assert p.followers[2].last_caught_up_ms == 2000
+    assert p.followers[3].last_caught_up_ms == 1000
+    assert p.followers[2].log_end_offset == -1, "positions are fetched again in the new epoch"
+
+
+def test_a_follower_at_the_leaders_log_end_is_in_sync_however_long_ago_it_caught_up() -> None:
+    """Kafka's isCaughtUp: at the leader's log end offset, or caught up within the lag time. An idle
+    partition's followers are not shrunk out."""
+    p = leader(isr=(1, 2, 3), leo=10, now_ms=0)
+    p.record_follower_fetch(2, 10, 100)
+    p.record_follower_fetch(3, 8, 100)
+    assert p.out_of_sync(100_000, 30_000) == [3]

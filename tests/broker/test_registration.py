@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from broker.config import load
 from broker.server import BrokerServer
 from daemon.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
+from tests.support.requests import lai_partition, leader_and_isr
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import expire_session, session
 from zkstore import znodes
@@ -41,7 +43,7 @@ async def broker(zk_connect: str, tmp_path: Path) -> AsyncIterator[BrokerServer]
         await server.stop()
 
 
-def update_metadata(broker_epoch: int) -> dict[str, object]:
+def update_metadata(broker_epoch: int) -> dict[str, Any]:
     """UpdateMetadata v5 (per-broker epoch) naming only broker 7, from controller 1 epoch 1."""
     return {
         "controller_id": 1,
@@ -52,11 +54,13 @@ def update_metadata(broker_epoch: int) -> dict[str, object]:
     }
 
 
-async def send(server: BrokerServer, body: dict[str, object]) -> dict[str, object]:
+async def send(
+    server: BrokerServer, body: dict[str, Any], api: ApiKey = ApiKey.UPDATE_METADATA, version: int = 5
+) -> dict[str, Any]:
     endpoint = next(e for e in server.advertised if e.listener_name == "CONTROLLER")
     connection = await KafkaConnection.open(endpoint.host, endpoint.port, client_id="test", connect_timeout=5)
     try:
-        _, response = await connection.send(ApiKey.UPDATE_METADATA, 5, body, timeout=10)
+        _, response = await connection.send(api, version, body, timeout=10)
         return response
     finally:
         await connection.close()
@@ -94,3 +98,15 @@ async def test_after_a_session_expiry_the_broker_registers_again_and_fences_the_
     assert (await send(broker, update_metadata(old_epoch)))["error_code"] == ErrorCode.STALE_BROKER_EPOCH
     assert (await send(broker, update_metadata(new_epoch)))["error_code"] == ErrorCode.NONE
     assert (await send(broker, update_metadata(-1)))["error_code"] == ErrorCode.NONE
+
+
+async def test_high_watermark_checkpoints_go_on_after_a_session_expiry(broker: BrokerServer) -> None:
+    """Kafka starts checkpointing at the first LeaderAndIsr and never stops: a re-registration does
+    not wait for another one (the controller may have nothing to say to this broker)."""
+    lai = leader_and_isr(2, broker.identity.epoch, {"t": [lai_partition(0, leader=7, replicas=(7,))]})
+    assert (await send(broker, lai, ApiKey.LEADER_AND_ISR, 2))["error_code"] == ErrorCode.NONE
+    assert broker.replica_manager.checkpoint_high_watermarks()
+    old_epoch = broker.identity.epoch
+    await expire_session(broker.zk)
+    await wait_until(lambda: broker.identity.epoch != old_epoch, timeout=30, what="a new registration")
+    assert broker.replica_manager.checkpoint_high_watermarks(), "checkpoints stopped after the expiry"
