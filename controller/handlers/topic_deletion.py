@@ -28,9 +28,19 @@ class TopicDeletions:
         self.context = services.context
 
     async def load(self) -> None:
-        """Failover: queue the deletions in progress; topics with offline replicas cannot progress yet."""
+        """Failover: queue the deletions in progress; topics with offline replicas cannot progress yet.
+
+        With ``delete.topic.enable=false`` the requests are removed instead (Kafka's
+        TopicDeletionManager.init), so a topic is never deleted by a controller that may not.
+        """
         ctx, svc = self.context, self.services
-        for topic in await svc.store.children(znodes.DELETE_TOPICS, watch=svc.watches.delete_topics):
+        requested = await svc.store.children(znodes.DELETE_TOPICS, watch=svc.watches.delete_topics)
+        if requested and not svc.config.delete_topic_enable:
+            log.info("delete.topic.enable is false: removing the deletion requests for %s", sorted(requested))
+            svc.event_log.emit("topic_deletion_disabled", topics=sorted(requested))
+            await svc.store.commit_ignoring_missing([Delete(znodes.delete_topic_path(t)) for t in requested])
+            return
+        for topic in requested:
             if topic in ctx.assignments:
                 ctx.topics_to_delete.add(topic)
                 if any(

@@ -262,6 +262,19 @@ async def test_deletion_requests_are_dropped_when_deletion_is_disabled(harness: 
     assert await harness.admin.exists(znodes.topic_path("kept")) is not None
 
 
+async def test_failover_removes_queued_deletions_when_deletion_is_disabled(harness: Harness) -> None:
+    """Kafka's TopicDeletionManager.init: with delete.topic.enable=false, a new controller removes the
+    queued requests instead of carrying them out."""
+    await create_topic(harness.admin, "kept", {0: (1, 2)})
+    await harness.admin.create(znodes.delete_topic_path("kept"), makepath=True)
+    controller = await harness.start(delete_topic_enable="false")
+    await wait_absent(harness.admin, znodes.delete_topic_path("kept"))
+    assert await harness.admin.exists(znodes.topic_path("kept")) is not None
+    assert not controller.context.topics_to_delete
+    assert "kept" in controller.context.assignments
+    assert not harness.events_of("topic_deleted")
+
+
 async def _move_leadership_away_from_1(harness: Harness, topic: str) -> None:
     """Controlled shutdown of 1, then 1 returns and the leader takes it back into the ISR."""
     controller = harness.controller
