@@ -178,6 +178,7 @@ class BrokerChanges:
                 ctx, batch, allow_unclean=svc.config.unclean_leader_election_enable
             )
         )
+        elections_announced = batch.update_metadata_everyone
         svc.send(batch)
         batch = svc.new_batch()
         await svc.apply(machines.replicas_to(ctx, batch, normal, ReplicaState.OFFLINE))
@@ -187,7 +188,9 @@ class BrokerChanges:
             await svc.apply(machines.replicas_to(ctx, batch, deleting, ReplicaState.DELETION_INELIGIBLE))
             svc.send(batch)
             ctx.topics_ineligible_for_deletion.update(tp.topic for tp, _ in deleting)
-        if not leaderless:
+        if not elections_announced:
+            # No election, or none succeeded: tell the brokers who is gone all the same (Kafka sends
+            # it when nothing was leaderless; a failed election must not silence it either).
             batch = svc.new_batch()
             batch.add_update_metadata(ctx.live_or_shutting_down_ids)
             svc.send(batch)

@@ -275,6 +275,21 @@ async def test_failover_removes_queued_deletions_when_deletion_is_disabled(harne
     assert not harness.events_of("topic_deleted")
 
 
+async def test_a_broker_death_is_announced_even_when_every_election_fails(harness: Harness) -> None:
+    """Kafka sends UpdateMetadata after a broker dies even when no election happened or none
+    succeeded, or Metadata answers keep listing the dead broker as alive. Here a partition is already
+    offline when broker 3, which hosts nothing, dies: its election is retried and fails again."""
+    await harness.start()
+    await harness.topic("orphan", {0: (1,)})
+    await harness.brokers[1].stop()
+    await wait_until(lambda: harness.leader("orphan", 0) == -1, what="orphan-0 offline")
+    await harness.brokers[3].stop()
+    await wait_until(
+        lambda: 3 not in harness.brokers[2].metadata()["live_brokers"],
+        what="broker 2 told that broker 3 died",
+    )
+
+
 async def _move_leadership_away_from_1(harness: Harness, topic: str) -> None:
     """Controlled shutdown of 1, then 1 returns and the leader takes it back into the ISR."""
     controller = harness.controller
