@@ -2,7 +2,8 @@
 
 At most one AlterPartition v2 is in flight; what leaders propose meanwhile waits and goes in the next
 one, one entry per partition (a partition has at most one proposal pending, see ``Partition``). The
-request names topics by id (v2), read once from ``/brokers/topics/T``, and carries this broker's
+request names topics by id (v2), read from ``/brokers/topics/T`` and kept until the topic is deleted
+(StopReplica with delete) or the controller answers UNKNOWN_TOPIC_ID, and carries this broker's
 epoch, so a controller can fence a leader from an earlier registration.
 
 Each partition's answer goes back to the replica manager: NONE commits the ISR the controller
@@ -95,6 +96,12 @@ class AlterPartitionManager:
         if loop is None or loop.is_closed():
             return
         loop.call_soon_threadsafe(self._queue, proposal)
+
+    def forget_topic(self, topic: str) -> None:
+        """From any thread: the topic was deleted; read its id again if the name comes back."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._topic_ids.pop, topic, None)
 
     def _queue(self, proposal: Proposal) -> None:
         self._pending[proposal.tp] = proposal
@@ -211,6 +218,10 @@ class AlterPartitionManager:
                 if answer is None:
                     continue
                 answered.add(tp)
+                if p["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID and name is not None:
+                    # Our id is not the controller's (the topic was deleted and created again while
+                    # we missed it): read the current one before the next proposal.
+                    self._topic_ids.pop(name, None)
                 self.on_outcome(
                     Outcome(
                         answer,

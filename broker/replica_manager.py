@@ -63,6 +63,9 @@ class ReplicaManager:
         """Called with True for a committed expansion, False for a committed shrink (metrics)."""
         self.propose_isr: Callable[[Proposal], None] | None = None
         """Sends an ISR proposal to the controller (the AlterPartition manager); None: no ISR changes."""
+        self.on_topic_deleted: Callable[[str], None] = lambda topic: None
+        """Called for each topic a StopReplica(delete) removed partitions of: caches keyed by topic
+        name (the topic id) must not outlive it, since a topic created again under that name is new."""
         self.fetchers = ReplicaFetcherManager(
             fetcher_settings or FetcherSettings.defaults(broker_id),
             self.partition_changed,
@@ -225,6 +228,8 @@ class ReplicaManager:
                         controller_epoch=body["controller_epoch"],
                     )
                     errors.append(_error(tp.topic, tp.partition, ErrorCode.NONE))
+                if delete:
+                    self.on_topic_deleted(topic["name"])
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     # -- the data plane

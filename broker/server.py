@@ -179,6 +179,7 @@ class BrokerServer:
         )
         self.alter_partition.start()
         self.replica_manager.propose_isr = self.alter_partition.submit
+        self.replica_manager.on_topic_deleted = self.alter_partition.forget_topic
         # Requests that arrived before registration wait in the queues until the epoch is known, as
         # Kafka only starts processing requests once the broker is registered.
         self.data_channel.start()
