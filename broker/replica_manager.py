@@ -129,9 +129,7 @@ class ReplicaManager:
                     )
             if not self.hw_checkpointing:
                 self.hw_checkpointing = True
-                log.info(
-                    "first LeaderAndIsr applied: high-watermark checkpoints start"
-                )
+                log.info("first LeaderAndIsr applied: high-watermark checkpoints start")
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def _apply(
