@@ -155,10 +155,14 @@ class Controller:
     # ------------------------------------------------------------------ dispatch
 
     async def _process(self, event: events.ControllerEvent) -> None:
+        """Run ``event``'s handler; a caller it leaves unanswered gets the error at once."""
         try:
             await self._handlers[type(event)](event)
         except ControllerMoved as exc:
+            event.fail(moved=True)
             await self.election.on_fenced_write(event, exc)
+        finally:
+            event.fail(moved=False)  # nothing if answered: an exception, or a handler that forgot
 
     def _on_connection_event(self, event: ConnectionEvent) -> None:
         if event is ConnectionEvent.EXPIRED:

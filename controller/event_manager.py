@@ -85,6 +85,7 @@ class EventManager:
             try:
                 await self._process(event)
             except asyncio.CancelledError:
+                self._preempt(event)  # stopped in the middle: its caller is answered as if dropped
                 raise
             except Exception:
                 log.exception("error processing %s", type(event).__name__)

@@ -2,7 +2,8 @@
 
 ZooKeeper watches, RPCs, timers and broker responses only create one of these and put it on the
 event queue; the single consumer task does the work. Events that carry a reply future are answered
-with an error when they are dropped at resignation (``preempt``), so no caller waits forever.
+with an error when they are dropped at resignation (``preempt``) and when their processing fails
+(``fail``), so no caller waits forever.
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ class ControllerEvent:
     def preempt(self) -> None:
         """Called instead of processing when the queue is cleared (session expiry, shutdown)."""
 
+    def fail(self, *, moved: bool) -> None:
+        """Called after processing that left a caller unanswered (the handler raised, or a write was
+        fenced: ``moved``): answer with the error Kafka gives for that exception. Nothing for events
+        nobody waits on, or already answered."""
+
 
 # -- controller election
 
@@ -110,6 +116,9 @@ class Shutdown(ControllerEvent):
             self.done.set_result(None)
 
     def preempt(self) -> None:
+        self.finished()
+
+    def fail(self, *, moved: bool) -> None:
         self.finished()
 
 
@@ -207,6 +216,12 @@ class ControlledShutdown(ControllerEvent):
                 {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "remaining_partitions": []}
             )
 
+    def fail(self, *, moved: bool) -> None:
+        if moved:
+            self.preempt()
+        elif not self.reply.done():
+            self.reply.set_result({"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "remaining_partitions": []})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterPartitionReceived(ControllerEvent):
@@ -219,4 +234,13 @@ class AlterPartitionReceived(ControllerEvent):
         if not self.reply.done():
             self.reply.set_result(
                 {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
+            )
+
+    def fail(self, *, moved: bool) -> None:
+        """NOT_CONTROLLER when deposed, so the broker sends it again to the next controller."""
+        if moved:
+            self.preempt()
+        elif not self.reply.done():
+            self.reply.set_result(
+                {"throttle_time_ms": 0, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "topics": []}
             )

@@ -6,6 +6,7 @@ Running the controller in the test's event loop lets these tests look at its con
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from tests.support.waiting import wait_until
 from tests.support.zookeeper import ConnectionCutter, expire_session, partition_state, session
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
+from zkstore.fencing import ControllerMoved
 
 pytestmark = pytest.mark.zookeeper
 
@@ -215,6 +217,45 @@ async def test_broker_failure_elects_from_the_isr_and_counts_partitions_left_off
     harness.brokers[1] = returning
     await wait_until(lambda: harness.leader("events", 1) == 1, what="events-1 back online")
     assert queries.offline_partitions_count(controller.context) == 0
+
+
+def failing_write(controller: Controller, error: Exception) -> None:
+    """The controller's next ZooKeeper write fails with ``error``; the ones after it succeed."""
+    store = controller.store
+    original = store.commit
+
+    async def commit(ops: Any) -> Any:
+        store.commit = original  # type: ignore[method-assign]
+        raise error
+
+    store.commit = commit  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(
+    ("error", "alter_partition_error", "controlled_shutdown_error"),
+    [
+        (ControllerMoved("deposed"), ErrorCode.NOT_CONTROLLER, ErrorCode.STALE_CONTROLLER_EPOCH),
+        (RuntimeError("boom"), ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.UNKNOWN_SERVER_ERROR),
+    ],
+    ids=["fenced-write", "unexpected-error"],
+)
+async def test_an_rpc_whose_handling_fails_is_answered_at_once(
+    harness: Harness, error: Exception, alter_partition_error: ErrorCode, controlled_shutdown_error: ErrorCode
+) -> None:
+    """Kafka answers with the error of the exception, never leaving the broker to its 30 s timeout."""
+    controller = await harness.start()
+    await harness.topic("fragile", {0: (1, 2)})
+    state, version = await partition_state(harness.admin, "fragile", 0)
+    shrink = alter_partition_request(1, harness.brokers[1].epoch, "fragile", state, version, [1], version=1)
+    failing_write(controller, error)
+    answer = await asyncio.wait_for(controller.handle_alter_partition(shrink, 1), 5)
+    assert answer["error_code"] == alter_partition_error
+    if isinstance(error, ControllerMoved):
+        await harness.wait_event("write_fenced")
+        await wait_until(lambda: controller.is_active, what="the controller elected again")
+    failing_write(controller, error)
+    reply = await asyncio.wait_for(controller.handle_controlled_shutdown(2, harness.brokers[2].epoch), 5)
+    assert reply["error_code"] == controlled_shutdown_error
 
 
 async def test_unclean_election_only_when_enabled(harness: Harness) -> None:
