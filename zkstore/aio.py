@@ -3,6 +3,12 @@
 kazoo runs its own I/O and event threads. Nothing here ever blocks the event loop on ZooKeeper, and
 nothing runs daemon logic on a kazoo thread: results, watch events and connection-state changes are
 handed to the loop with ``call_soon_threadsafe`` (blocking inside a kazoo listener is a classic hang).
+
+kazoo fails a request in flight when the connection drops (ConnectionLoss) and does not send it
+again. Every operation here does, once connected again, as Kafka's ZooKeeper client does
+(``retryRequestsUntilConnected``); a session expiry still fails it (SessionExpiredError). A write
+whose reply was lost may therefore have been applied already: its retry then fails with NodeExists,
+NoNode or BadVersion, and callers that write tell their own earlier write from someone else's.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
 
@@ -22,6 +29,10 @@ from zkstore.ops import Check, Create, Delete, Op, SetData
 __all__ = ["AsyncZooKeeper", "ConnectionEvent"]
 
 log = logging.getLogger("zkstore.aio")
+
+RETRY_BACKOFF_S = 0.05
+"""The pause before a request lost with the connection is sent again (kazoo holds it while it
+reconnects, so this only keeps a flapping connection from spinning)."""
 
 
 class ConnectionEvent(enum.Enum):
@@ -59,6 +70,8 @@ class AsyncZooKeeper:
         self._listeners: list[Callable[[ConnectionEvent], None]] = []
         self._last_state: KazooState | None = None
         self._wrapped: dict[Callable[[WatchedEvent], None], Callable[[WatchedEvent], None]] = {}
+        self.retried = 0
+        """Requests sent again after a lost connection (a counter for tests and logs)."""
 
     # -- lifecycle
 
@@ -149,26 +162,39 @@ class AsyncZooKeeper:
         self._wrapped[handler] = on_kazoo_thread
         return on_kazoo_thread
 
-    # -- operations
+    async def _retrying(self, send: Callable[[], IAsyncResult], what: str) -> Any:
+        """Send with ``send`` until an answer comes: a request lost with the connection goes again."""
+        while True:
+            try:
+                return await self._await(send())
+            except ConnectionLoss:
+                self.retried += 1
+                log.info("ZooKeeper connection lost during %s; sending it again once reconnected", what)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
+    # -- operations (each retried until connected, see the module docstring)
 
     async def get(
         self, path: str, watch: Callable[[WatchedEvent], None] | None = None
     ) -> tuple[bytes, ZnodeStat]:
-        result: tuple[bytes, ZnodeStat] = await self._await(
-            self.client.get_async(path, watch=watch and self.watcher(watch))
+        w = watch and self.watcher(watch)
+        result: tuple[bytes, ZnodeStat] = await self._retrying(
+            lambda: self.client.get_async(path, watch=w), f"get {path}"
         )
         return result
 
     async def get_children(self, path: str, watch: Callable[[WatchedEvent], None] | None = None) -> list[str]:
-        children: list[str] = await self._await(
-            self.client.get_children_async(path, watch=watch and self.watcher(watch))
+        w = watch and self.watcher(watch)
+        children: list[str] = await self._retrying(
+            lambda: self.client.get_children_async(path, watch=w), f"get_children {path}"
         )
         return children
 
     async def exists(
         self, path: str, watch: Callable[[WatchedEvent], None] | None = None
     ) -> ZnodeStat | None:
-        return await self._await(self.client.exists_async(path, watch=watch and self.watcher(watch)))
+        w = watch and self.watcher(watch)
+        return await self._retrying(lambda: self.client.exists_async(path, watch=w), f"exists {path}")
 
     async def create(
         self,
@@ -179,19 +205,22 @@ class AsyncZooKeeper:
         sequence: bool = False,
         makepath: bool = False,
     ) -> str:
-        created: str = await self._await(
-            self.client.create_async(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
+        created: str = await self._retrying(
+            lambda: self.client.create_async(
+                path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath
+            ),
+            f"create {path}",
         )
         return created
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
-        return await self._await(self.client.set_async(path, data, version))
+        return await self._retrying(lambda: self.client.set_async(path, data, version), f"set {path}")
 
     async def delete(self, path: str, version: int = -1) -> None:
-        await self._await(self.client.delete_async(path, version))
+        await self._retrying(lambda: self.client.delete_async(path, version), f"delete {path}")
 
     async def ensure_path(self, path: str) -> None:
-        await self._await(self.client.ensure_path_async(path))
+        await self._retrying(lambda: self.client.ensure_path_async(path), f"ensure_path {path}")
 
     async def multi(self, ops: Sequence[Op]) -> list[Any]:
         """Commit ``ops`` atomically; the result list holds, per op, its result or an exception object.
@@ -199,25 +228,31 @@ class AsyncZooKeeper:
         As in kazoo, a failed transaction is not raised: every op's slot holds the error (the one
         that failed its own, the others RolledBackError), so callers can tell which check failed.
         """
-        txn = self.client.transaction()
-        for op in ops:
-            match op:
-                case Create(path, data, ephemeral, sequence):
-                    txn.create(path, data, ephemeral=ephemeral, sequence=sequence)
-                case SetData(path, data, version):
-                    txn.set_data(path, data, version=version)
-                case Delete(path, version):
-                    txn.delete(path, version=version)
-                case Check(path, version):
-                    txn.check(path, version)
-        results: list[Any] = await self._await(txn.commit_async())
+
+        def send() -> IAsyncResult:
+            txn = self.client.transaction()
+            for op in ops:
+                match op:
+                    case Create(path, data, ephemeral, sequence):
+                        txn.create(path, data, ephemeral=ephemeral, sequence=sequence)
+                    case SetData(path, data, version):
+                        txn.set_data(path, data, version=version)
+                    case Delete(path, version):
+                        txn.delete(path, version=version)
+                    case Check(path, version):
+                        txn.check(path, version)
+            return txn.commit_async()
+
+        results: list[Any] = await self._retrying(send, f"multi of {len(ops)} ops")
         return results
 
     async def call(self, request: Any) -> Any:
         """Send a raw kazoo request object (for ops kazoo does not expose, like multi-read).
 
-        kazoo has no public way to send a request type it does not know; ``_call`` is the one entry
-        its own request methods go through.
+        Not retried: a server that does not know the request closes the connection, and
+        ``batch_read`` tells that from a network blip by the ConnectionLoss. kazoo has no public
+        way to send a request type it does not know; ``_call`` is the one entry its own request
+        methods go through.
         """
         result = self.client.handler.async_result()
         self.client._call(request, result)  # noqa: SLF001

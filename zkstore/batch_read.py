@@ -40,7 +40,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import ZnodeStat
 
-from zkstore.aio import AsyncZooKeeper
+from zkstore.aio import RETRY_BACKOFF_S, AsyncZooKeeper
 
 __all__ = [
     "DEFAULT_BATCH_OPS",
@@ -456,19 +456,27 @@ class _MultiReader:
             raise _Unsupported() from None
 
     async def _read(self, batch: range, probe: bool) -> None:
-        try:
-            results = await self._send_probe(batch, probe)
-        except UnimplementedError:
-            if not self.auto:
-                raise
-            _mark_unsupported(self.zk, "the server answered UnimplementedError")
-            raise _Unsupported() from None
-        except ConnectionLoss:
-            # A batch sent with others, after one of them found the server lacks multi-read: that
-            # server closes the connection behind its error, failing every other request in flight.
-            if self.auto and _supported.get(self.zk) is False:
+        while True:
+            try:
+                results = await self._send_probe(batch, probe)
+                break
+            except UnimplementedError:
+                if not self.auto:
+                    raise
+                _mark_unsupported(self.zk, "the server answered UnimplementedError")
                 raise _Unsupported() from None
-            raise
+            except ConnectionLoss:
+                # A batch sent with others, after one of them found the server lacks multi-read:
+                # that server closes the connection behind its error, failing every other request
+                # in flight. Once the server is known to serve multi-reads, a drop is the network's,
+                # and the read goes again (reads are idempotent), as every other request does.
+                known = _supported.get(self.zk)
+                if self.auto and known is False:
+                    raise _Unsupported() from None
+                if known is not True:
+                    raise
+                log.info("ZooKeeper connection lost during a multi-read; reading again")
+                await asyncio.sleep(RETRY_BACKOFF_S)
         if self.auto:
             _supported[self.zk] = True
         log.debug("multi-read of %d ops: %d response bytes", len(batch), results.wire_bytes)

@@ -100,4 +100,5 @@ async def resign(zk: AsyncZooKeeper, token: FencingToken) -> bool:
     except (ControllerMoved, KazooException):
         log.warning("could not resign cleanly; /controller goes with the session", exc_info=True)
         return False
-    return not isinstance(result[0], Exception)
+    # NoNode: a delete whose reply was lost with the connection, sent again (``AsyncZooKeeper``).
+    return not isinstance(result[0], Exception) or isinstance(result[0], NoNodeError)

@@ -41,6 +41,10 @@ class ConnectionCutter:
         host, _, port = target.partition(":")
         self.target = (host, int(port))
         self.held = False
+        self.swallowing = False
+        """While True, ZooKeeper's replies are dropped: requests arrive and are applied, answers never
+        come (cut afterwards, that is a reply lost with the connection)."""
+        self._swallow_after: bytes | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -55,9 +59,13 @@ class ConnectionCutter:
         up_reader, up_writer = await asyncio.open_connection(*self.target)
         self._writers.update((writer, up_writer))
 
-        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, replies: bool) -> None:
             try:
                 while data := await src.read(65536):
+                    if not replies and self._swallow_after is not None and self._swallow_after in data:
+                        self.swallowing, self._swallow_after = True, None
+                    if replies and self.swallowing:
+                        continue
                     dst.write(data)
                     await dst.drain()
             except (ConnectionError, OSError):
@@ -65,17 +73,23 @@ class ConnectionCutter:
             finally:
                 dst.close()
 
-        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+        await asyncio.gather(pump(reader, up_writer, False), pump(up_reader, writer, True))
         self._writers.difference_update((writer, up_writer))
 
     def cut(self, *, hold: bool) -> None:
         """Close every forwarded connection; with ``hold``, refuse new ones until :meth:`release`."""
         self.held = hold
+        self.swallowing, self._swallow_after = False, None
         for writer in list(self._writers):
             writer.close()
 
     def release(self) -> None:
         self.held = False
+
+    def lose_replies(self, after: bytes) -> None:
+        """Drop ZooKeeper's answers until the next :meth:`cut`, from the first request whose bytes
+        contain ``after`` on (a path or a payload only that request carries)."""
+        self._swallow_after = after
 
     async def close(self) -> None:
         self.cut(hold=True)
