@@ -135,6 +135,17 @@ def bump_leader_epoch(context: ControllerContext, tp: TopicPartition, reason: st
     return LeadershipChange(tp, new, context.replicas(tp), reason)
 
 
+def already_written(context: ControllerContext, change: LeadershipChange) -> bool:
+    """Whether ``change.tp``'s state, just read back after a refused write, is ``change`` itself,
+    written by this controller at the version it expected: a write applied before its reply was
+    lost with the connection, and refused when sent again (Kafka's checkLeaderAndIsrZkData)."""
+    info = context.leadership.get(change.tp)
+    if info is None or info.controller_epoch != context.epoch:
+        return False
+    version = 0 if change.create else change.new.partition_epoch + 1
+    return info.leader_and_isr == change.new.with_partition_epoch(version)
+
+
 def committed(context: ControllerContext, change: LeadershipChange, zk_version: int) -> None:
     """Record a change ZooKeeper accepted; ``zk_version`` is the state znode's new version."""
     context.leadership[change.tp] = LeaderIsrAndControllerEpoch(

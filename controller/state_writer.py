@@ -68,7 +68,8 @@ class StateWriter:
     async def _write(self, effect: WriteLeadership) -> Written:
         """Plan, commit and record leadership changes; a stale znode version is re-read and re-planned.
 
-        Without ``retry_stale`` (AlterPartition), a stale version refuses the change instead.
+        A stale version that turns out to hold our own change (a write whose reply was lost) counts
+        as written. Without ``retry_stale`` (AlterPartition), a truly stale version refuses the change.
         """
         written = Written([], [])
         pending = list(effect.partitions)
@@ -77,14 +78,32 @@ class StateWriter:
             stale = await self._commit(changes, written) if changes else []
             if not stale:
                 return written
-            if not effect.retry_stale:
-                written.refused.extend(Refused(tp, "the state znode version changed") for tp in stale)
+            pending = await self._reread(stale, written)
+            if not pending:
                 return written
-            log.info("%d partition states changed under us; re-reading them", len(stale))
-            self.context.leadership.update(await self.store.leadership(stale))
-            pending = stale
+            if not effect.retry_stale:
+                written.refused.extend(Refused(tp, "the state znode version changed") for tp in pending)
+                return written
+            log.info("%d partition states changed under us; re-planning them", len(pending))
         written.refused.extend(Refused(tp, "state znode kept changing; giving up") for tp in pending)
         return written
+
+    async def _reread(self, stale: list[LeadershipChange], written: Written) -> list[TopicPartition]:
+        """Read ``stale`` partitions' states back; record those that hold our own change, return the
+        others."""
+        self.context.leadership.update(await self.store.leadership([c.tp for c in stale]))
+        others = []
+        for change in stale:
+            if plans.already_written(self.context, change):
+                log.info("%s-%d: our write was applied before its reply was lost", *change.tp)
+                plans.committed(
+                    self.context, change, self.context.leadership[change.tp].leader_and_isr.partition_epoch
+                )
+                written.done.append(change)
+                self._record(change)
+            else:
+                others.append(change.tp)
+        return others
 
     @staticmethod
     def _plan(
@@ -100,14 +119,15 @@ class StateWriter:
                 changes.append(outcome)
         return changes
 
-    async def _commit(self, changes: list[LeadershipChange], written: Written) -> list[TopicPartition]:
-        """Commit ``changes`` in fenced multi-ops; record the ones that took, return the stale ones."""
+    async def _commit(self, changes: list[LeadershipChange], written: Written) -> list[LeadershipChange]:
+        """Commit ``changes`` in fenced multi-ops; record the ones that took, return the stale ones
+        (a creation that found its znode is stale too: it may be our own, sent again)."""
         ctx = self.context
         results = await self.store.commit([c.op(ctx.epoch) for c in changes])
         stale = []
         for change, result in zip(changes, results, strict=True):
-            if isinstance(result, BadVersionError):
-                stale.append(change.tp)
+            if isinstance(result, BadVersionError) or (change.create and isinstance(result, NodeExistsError)):
+                stale.append(change)
             elif isinstance(result, Exception):
                 written.refused.append(Refused(change.tp, f"ZooKeeper write failed: {type(result).__name__}"))
             else:

@@ -7,6 +7,7 @@ Running the controller in the test's event loop lets these tests look at its con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,22 @@ async def wait_absent(zk: AsyncZooKeeper, path: str) -> None:
     await wait_until(absent, f"{path} to be deleted")
 
 
+@contextlib.asynccontextmanager
+async def cut_off(harness: Harness, zk_connect: str) -> AsyncIterator[tuple[ConnectionCutter, str]]:
+    """A ``ConnectionCutter`` in front of the test's ZooKeeper and the connect string through it; the
+    controller stops before the cutter does (stopping, it still talks to ZooKeeper)."""
+    server, _, chroot = zk_connect.partition("/")
+    cutter = ConnectionCutter(server)
+    port = await cutter.start()
+    try:
+        yield cutter, f"127.0.0.1:{port}/{chroot}"
+    finally:
+        if harness.controller is not None:
+            await harness.controller.stop()
+            harness.controller = None
+        await cutter.close()
+
+
 def partitions_in(request_body: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for t in request_body["topic_states"] for s in t["partition_states"]]
 
@@ -163,11 +180,8 @@ async def test_watches_dropped_with_a_lost_connection_are_re_armed_on_reconnect(
 ) -> None:
     """kazoo drops every watch when its connection drops, even though the session lives on. Partitions
     added while the controller was cut off, and partitions added after it reconnected, are both seen."""
-    server, _, chroot = zk_connect.partition("/")
-    cutter = ConnectionCutter(server)
-    port = await cutter.start()
-    try:
-        controller = await harness.start(zookeeper_connect=f"127.0.0.1:{port}/{chroot}")
+    async with cut_off(harness, zk_connect) as (cutter, connect):
+        controller = await harness.start(zookeeper_connect=connect)
         await harness.topic("grow", {0: (1, 2)})
         epoch, topic_id = controller.context.epoch, controller.context.topic_ids["grow"]
 
@@ -189,8 +203,6 @@ async def test_watches_dropped_with_a_lost_connection_are_re_armed_on_reconnect(
             what="the partition added after reconnecting is created: the topic's watch was re-armed",
         )
         assert controller.is_active and controller.context.epoch == epoch, "a blip is not a resignation"
-    finally:
-        await cutter.close()
 
 
 async def test_broker_failure_elects_from_the_isr_and_counts_partitions_left_offline(
@@ -256,6 +268,30 @@ async def test_an_rpc_whose_handling_fails_is_answered_at_once(
     failing_write(controller, error)
     reply = await asyncio.wait_for(controller.handle_controlled_shutdown(2, harness.brokers[2].epoch), 5)
     assert reply["error_code"] == controlled_shutdown_error
+
+
+async def test_an_isr_change_whose_reply_was_lost_is_recognised_as_written(
+    harness: Harness, zk_connect: str
+) -> None:
+    """The state write is applied, its reply lost with the connection; sent again it finds the znode
+    one version on, holding exactly what we wrote: that is success, not a stale version."""
+    async with cut_off(harness, zk_connect) as (cutter, connect):
+        controller = await harness.start(zookeeper_connect=connect)
+        await harness.topic("blip", {0: (1, 2)})
+        state, version = await partition_state(harness.admin, "blip", 0)
+        shrink = alter_partition_request(1, harness.brokers[1].epoch, "blip", state, version, [1], version=1)
+        cutter.lose_replies(after=znodes.partition_state_path("blip", 0).encode())
+        answering = asyncio.create_task(controller.handle_alter_partition(shrink, 1))
+
+        async def applied() -> bool:
+            return (await partition_state(harness.admin, "blip", 0))[0].isr == (1,)
+
+        await wait_until(applied, what="the ISR change applied")
+        cutter.cut(hold=False)
+        answer = await asyncio.wait_for(answering, 30)
+        partition = answer["topics"][0]["partitions"][0]
+        assert (partition["error_code"], partition["isr"]) == (ErrorCode.NONE, [1])
+        assert controller.context.leadership[znodes.TopicPartition("blip", 0)].leader_and_isr.isr == (1,)
 
 
 async def test_unclean_election_only_when_enabled(harness: Harness) -> None:

@@ -270,3 +270,25 @@ def test_planning_never_mutates_the_context() -> None:
     plans.remove_from_isr(ctx, TP, 2)
     plans.initial_leadership(ctx, TP)
     assert ctx.leadership[TP] == LeaderIsrAndControllerEpoch(before, CONTROLLER_EPOCH)
+
+
+@pytest.mark.parametrize(
+    ("read_back", "written_by", "expected"),
+    [
+        (LeaderAndIsr(leader=1, leader_epoch=6, isr=(1,), partition_epoch=10), CONTROLLER_EPOCH, True),
+        (LeaderAndIsr(leader=1, leader_epoch=6, isr=(1,), partition_epoch=11), CONTROLLER_EPOCH, False),
+        (LeaderAndIsr(leader=1, leader_epoch=6, isr=(1, 2), partition_epoch=10), CONTROLLER_EPOCH, False),
+        (LeaderAndIsr(leader=1, leader_epoch=6, isr=(1,), partition_epoch=10), CONTROLLER_EPOCH + 1, False),
+    ],
+    ids=["ours-at-the-next-version", "changed-again-since", "someone-elses", "a-newer-controllers"],
+)
+def test_a_refused_write_that_was_our_own_is_recognised(
+    read_back: LeaderAndIsr, written_by: int, expected: bool
+) -> None:
+    """Kafka's checkLeaderAndIsrZkData: our write applied, its reply lost, the retry refused."""
+    ctx = cluster({1: 10, 2: 20})
+    change = LeadershipChange(
+        TP, LeaderAndIsr(leader=1, leader_epoch=6, isr=(1,), partition_epoch=9), (1, 2), "isr shrink"
+    )
+    ctx.leadership[TP] = LeaderIsrAndControllerEpoch(read_back, written_by)
+    assert plans.already_written(ctx, change) is expected
