@@ -25,6 +25,7 @@ from typing import Any
 from kazoo.exceptions import NoNodeError
 
 from daemon.connection import KafkaConnection
+from daemon.supervision import start_supervised
 from protocol import ApiKey, ErrorCode
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
@@ -81,7 +82,7 @@ class AlterPartitionManager:
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._task = asyncio.create_task(self._run(), name="alter-partition-manager")
+        self._task = start_supervised("alter-partition-manager", self._run)
 
     async def stop(self) -> None:
         if self._task is not None:

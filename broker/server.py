@@ -38,6 +38,7 @@ from daemon.config import advertised
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
+from daemon.supervision import start_supervised
 from protocol import CONTROL_APIS, ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
@@ -286,13 +287,14 @@ class BrokerServer:
 
     def _on_connection_event(self, event: ConnectionEvent) -> None:
         if event is ConnectionEvent.RECONNECTED:
-            self._tasks.append(asyncio.create_task(self._ensure_registered(), name="re-register"))
+            self._tasks.append(start_supervised("re-register", self._ensure_registered))
         elif event is ConnectionEvent.EXPIRED:
             log.warning("broker %d: ZooKeeper session expired; registering again", self.config.broker_id)
             self.events.emit("session_expired", broker_epoch=self.identity.epoch)
 
     async def _ensure_registered(self) -> None:
-        """After a reconnect: if our registration went with an expired session, register anew."""
+        """After a reconnect: if our registration went with an expired session, register anew (run
+        supervised: a failed attempt is logged and made again until one succeeds)."""
         try:
             _, stat = await self.zk.get(znodes.broker_path(self.config.broker_id))
             if stat.ephemeralOwner == self.zk.session_id and stat.czxid == self.identity.epoch:

@@ -25,6 +25,7 @@ from controller.request_batch import OutgoingRequest
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics, jmx_name
+from daemon.supervision import start_supervised
 from protocol import CONTROL_APIS, ErrorCode
 from protocol.registry import api_spec
 
@@ -108,8 +109,9 @@ class ChannelManager:
         if broker_id in self._brokers:
             self.remove_broker(broker_id)
         broker = _Broker(broker_id, host, port)
-        broker.task = asyncio.create_task(
-            self._send_loop(broker), name=f"Controller-{self.controller_id}-to-broker-{broker_id}-send-thread"
+        broker.task = start_supervised(
+            f"Controller-{self.controller_id}-to-broker-{broker_id}-send-thread",
+            lambda: self._send_loop(broker),
         )
         broker.task.add_done_callback(self._sender_ended)
         self._brokers[broker_id] = broker
@@ -177,7 +179,7 @@ class ChannelManager:
     # -- the sender task
 
     def _sender_ended(self, task: asyncio.Task[None]) -> None:
-        """A sender only ends by cancellation; anything else is a bug that would silently stall a broker."""
+        """A sender only ends by cancellation (``supervised`` restarts it after an exception)."""
         if not task.cancelled() and task.exception() is not None:
             log.error(
                 "controller %d: %s died", self.controller_id, task.get_name(), exc_info=task.exception()

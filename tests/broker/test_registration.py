@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kazoo.exceptions import ConnectionLoss
 
+from broker import server as server_module
 from broker.config import load
 from broker.server import BrokerServer
 from daemon.connection import KafkaConnection
@@ -110,3 +112,25 @@ async def test_high_watermark_checkpoints_go_on_after_a_session_expiry(broker: B
     await expire_session(broker.zk)
     await wait_until(lambda: broker.identity.epoch != old_epoch, timeout=30, what="a new registration")
     assert broker.replica_manager.checkpoint_high_watermarks(), "checkpoints stopped after the expiry"
+
+
+async def test_a_failed_re_registration_is_made_again(
+    broker: BrokerServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registration after an expiry can fail (ZooKeeper trouble again); the broker must not stay
+    unregistered, up but out of the cluster."""
+    real = server_module.register_broker
+    attempts = 0
+
+    async def flaky(*args: Any, **kwargs: Any) -> int:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            raise ConnectionLoss("lost while registering")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(server_module, "register_broker", flaky)
+    old_epoch = broker.identity.epoch
+    await expire_session(broker.zk)
+    await wait_until(lambda: broker.identity.epoch != old_epoch, timeout=30, what="a new registration")
+    assert attempts == 2
