@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import admin
+from cluster import admin, netns
+from cluster.netns import Network
 from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
 from zkstore.local_server import (
     LOOPBACK,
@@ -40,6 +41,8 @@ DEFAULT_DIR = Path(".run") / "cluster"
 """Where ``make run`` keeps its cluster; commands use it when given no --dir."""
 BROKER_SESSION_TIMEOUT_MS = 6000
 """Short, so that a killed broker is noticed within seconds in hands-on experiments."""
+NETNS_PORTS = {"rpc": 9090, "client": 9092, "control": 9093, "metrics": 9404}
+"""With --netns every node has an address of its own, so every node uses the same fixed ports."""
 
 
 class ClusterError(RuntimeError):
@@ -53,6 +56,15 @@ class Layout:
     zookeeper_nodes: int = 1
     shared_listener: bool = False
     """Control requests on the brokers' client listener (Kafka before KIP-291), for comparison."""
+    netns: bool = False
+    """Every node in a network namespace of its own, on its own address (root only): see netns."""
+
+    def node_names(self) -> list[str]:
+        return [
+            *(f"zookeeper-{i}" for i in range(1, self.zookeeper_nodes + 1)),
+            *(f"controller-{i}" for i in range(1, self.controllers + 1)),
+            *(f"broker-{i}" for i in range(1, self.brokers + 1)),
+        ]
 
 
 def state_path(directory: Path) -> Path:
@@ -104,6 +116,12 @@ def find(state: dict[str, Any], name: str) -> dict[str, Any]:
     raise ClusterError(f"no node {name!r} in this cluster (nodes: {names})")
 
 
+def network_of(state: dict[str, Any]) -> Network | None:
+    """The namespaces a --netns cluster runs in, or None for a loopback cluster."""
+    data = state.get("network")
+    return Network.from_json(data) if data else None
+
+
 def _entry(
     process: DaemonProcess, role: str, node_id: int, metrics_port: int, listeners: list[str]
 ) -> dict[str, Any]:
@@ -133,47 +151,72 @@ def _claim(directory: Path) -> Path:
             raise ClusterError(
                 f"a cluster is already running in {directory} ({', '.join(running)}); `down` it first"
             )
+        leftover = network_of(previous)
+        if leftover is not None:  # a launcher that died before its cluster was down
+            netns.destroy(leftover)
     return directory
+
+
+def _make_network(directory: Path, layout: Layout) -> Network:
+    """Plan and create the run's namespaces, recording them first so that ``down`` finds them even
+    if this launcher dies half-way."""
+    reason = netns.unavailable()
+    if reason is not None:
+        raise ClusterError(f"--netns: {reason}")
+    network = netns.plan(os.urandom(2).hex(), layout.node_names(), netns.host_networks())
+    save_state(
+        directory,
+        {
+            "version": STATE_VERSION,
+            "directory": str(directory),
+            "network": network.as_json(),
+            "processes": [],
+        },
+    )
+    try:
+        netns.create(network)
+    except netns.NetnsError as exc:
+        netns.destroy(network)
+        raise ClusterError(f"--netns: {exc}") from None
+    return network
+
+
+def _placed(process: DaemonProcess, network: Network | None) -> DaemonProcess:
+    if network is not None:
+        process.command_prefix = tuple(network.prefix(process.name))
+    return process
+
+
+def _address(network: Network | None, name: str) -> str:
+    return network.node(name).address if network is not None else LOOPBACK
+
+
+def _port(network: Network | None, role: str) -> int:
+    return NETNS_PORTS[role] if network is not None else find_free_port()
 
 
 async def up(directory: Path, layout: Layout) -> dict[str, Any]:
     """Start everything, wait until the brokers serve and a controller has finished failover."""
     directory = await asyncio.to_thread(_claim, directory)
-    zookeeper, zk_entries = _start_zookeeper(directory, layout.zookeeper_nodes)
-    connect = zookeeper.connect_string
-    processes: list[dict[str, Any]] = list(zk_entries)
-    started: list[DaemonProcess] = []
+    network = _make_network(directory, layout) if layout.netns else None
     try:
-        controllers = []
-        for cid in range(1, layout.controllers + 1):
-            rpc, metrics = find_free_port(), find_free_port()
-            controller = ControllerProcess(
-                cid,
-                connect,
-                directory,
-                listeners=f"PLAINTEXT://{LOOPBACK}:{rpc}",
-                metrics_port=metrics,
-            ).start(own_session=True)
-            started.append(controller)
-            controllers.append(controller)
-            processes.append(
-                _entry(controller, "controller", cid, metrics, [f"PLAINTEXT://{LOOPBACK}:{rpc}"])
-            )
-        brokers = []
-        for bid in range(1, layout.brokers + 1):
-            broker, entry = _broker(directory, connect, bid, layout.shared_listener)
-            started.append(broker.start(own_session=True))
-            brokers.append(broker)
-            processes.append({**entry, "pid": broker.process.pid if broker.process else None})
-        for broker in brokers:
-            await broker.wait_kind("broker_started", timeout=60)
-        await _any_failover(controllers)
+        zookeeper, zk_entries = _start_zookeeper(directory, layout.zookeeper_nodes, network)
+        connect = zookeeper.connect_string
+        try:
+            daemons = await _start_daemons(directory, layout, connect, network)
+        except BaseException:
+            zookeeper.stop()
+            raise
     except BaseException:
-        for process in started:
-            process.kill()
-        zookeeper.stop()
+        if network is not None:
+            netns.destroy(network)
         raise
+    processes = [*zk_entries, *daemons]
     zookeeper.detach()
+    if network is not None:
+        for entry in processes:
+            node = network.node(entry["name"])
+            entry |= {"netns": node.namespace, "address": node.address}
     state = {
         "version": STATE_VERSION,
         "directory": str(directory),
@@ -183,23 +226,68 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
             "controllers": layout.controllers,
             "zookeeper_nodes": layout.zookeeper_nodes,
             "shared_listener": layout.shared_listener,
+            "netns": layout.netns,
         },
         "started_at": time.time(),
         "processes": processes,
+        **({"network": network.as_json()} if network is not None else {}),
     }
     save_state(directory, state)
     return state
 
 
+async def _start_daemons(
+    directory: Path, layout: Layout, connect: str, network: Network | None
+) -> list[dict[str, Any]]:
+    """Controllers, then brokers; returns their entries once the brokers serve and a controller has
+    finished failover (every one started is killed if that does not happen)."""
+    processes: list[dict[str, Any]] = []
+    started: list[DaemonProcess] = []
+    try:
+        controllers = []
+        for cid in range(1, layout.controllers + 1):
+            rpc, metrics = _port(network, "rpc"), _port(network, "metrics")
+            listener = f"PLAINTEXT://{_address(network, f'controller-{cid}')}:{rpc}"
+            controller = ControllerProcess(cid, connect, directory, listeners=listener, metrics_port=metrics)
+            _placed(controller, network).start(own_session=True)
+            started.append(controller)
+            controllers.append(controller)
+            processes.append(_entry(controller, "controller", cid, metrics, [listener]))
+        brokers = []
+        for bid in range(1, layout.brokers + 1):
+            broker, entry = _broker(directory, connect, bid, layout.shared_listener, network)
+            started.append(_placed(broker, network).start(own_session=True))
+            brokers.append(broker)
+            processes.append({**entry, "pid": broker.process.pid if broker.process else None})
+        for broker in brokers:
+            await broker.wait_kind("broker_started", timeout=60)
+        await _any_failover(controllers)
+    except BaseException:
+        for process in started:
+            process.kill()
+        raise
+    return processes
+
+
 def _start_zookeeper(
-    directory: Path, nodes: int
+    directory: Path, nodes: int, network: Network | None
 ) -> tuple[ZooKeeperServer | ZooKeeperEnsemble, list[dict[str, Any]]]:
+    names = [f"zookeeper-{i}" for i in range(1, nodes + 1)]
     if nodes == 1:
-        server = ZooKeeperServer(data_dir=directory / "zookeeper").start()
+        placement: dict[str, Any] = {}
+        if network is not None:
+            placement = {"host": network.node(names[0]).address, "command_prefix": network.prefix(names[0])}
+        server = ZooKeeperServer(data_dir=directory / "zookeeper", **placement).start()
         return server, [_zk_entry(1, server.pid, server.port, server.process.config_path, server.log_path)]
     if nodes != 3:
         raise ClusterError("--zookeeper-nodes must be 1 or 3")
-    ensemble = ZooKeeperEnsemble(size=3, data_dir=directory / "zookeeper").start()
+    spread: dict[str, Any] = {}
+    if network is not None:
+        spread = {
+            "hosts": [network.node(n).address for n in names],
+            "command_prefixes": [network.prefix(n) for n in names],
+        }
+    ensemble = ZooKeeperEnsemble(size=3, data_dir=directory / "zookeeper", **spread).start()
     entries = [
         _zk_entry(i + 1, node.pid, node.port, node.config_path, node.log_path)
         for i, node in enumerate(ensemble.nodes)
@@ -220,9 +308,12 @@ def _zk_entry(node_id: int, pid: int | None, port: int, config: Path, log: Path)
     }
 
 
-def _broker(directory: Path, connect: str, bid: int, shared: bool) -> tuple[BrokerProcess, dict[str, Any]]:
-    client, metrics = find_free_port(), find_free_port()
-    listeners = [f"PLAINTEXT://{LOOPBACK}:{client}"]
+def _broker(
+    directory: Path, connect: str, bid: int, shared: bool, network: Network | None = None
+) -> tuple[BrokerProcess, dict[str, Any]]:
+    host = _address(network, f"broker-{bid}")
+    client, metrics = _port(network, "client"), _port(network, "metrics")
+    listeners = [f"PLAINTEXT://{host}:{client}"]
     settings: dict[str, Any] = {
         "metrics_port": metrics,
         "zookeeper_session_timeout_ms": BROKER_SESSION_TIMEOUT_MS,
@@ -234,7 +325,7 @@ def _broker(directory: Path, connect: str, bid: int, shared: bool) -> tuple[Brok
             "listener_security_protocol_map": "PLAINTEXT:PLAINTEXT",
         }
     else:
-        listeners.append(f"CONTROLLER://{LOOPBACK}:{find_free_port()}")
+        listeners.append(f"CONTROLLER://{host}:{_port(network, 'control')}")
     broker = BrokerProcess(bid, connect, directory, listeners=",".join(listeners), **settings)
     return broker, _entry_unstarted(broker, bid, metrics, listeners)
 
@@ -269,9 +360,10 @@ async def _any_failover(controllers: list[ControllerProcess], timeout: float = 6
 
 def spawn(entry: dict[str, Any]) -> int:
     """Start a daemon again from its entry (same config, ports and directories); returns the new pid."""
+    prefix = ["ip", "netns", "exec", entry["netns"]] if entry.get("netns") else []
     with open(entry["log"], "ab") as log:
         child = subprocess.Popen(
-            [sys.executable, "-m", entry["module"], "--config", entry["config"]],
+            [*prefix, sys.executable, "-m", entry["module"], "--config", entry["config"]],
             cwd=REPO,
             env={k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")},
             stdout=log,
@@ -323,6 +415,9 @@ def down(directory: Path) -> list[str]:
         for entry in entries:
             stop_node(entry)
             stopped.append(entry["name"])
+    network = network_of(state)
+    if network is not None:
+        netns.destroy(network)
     return stopped
 
 
@@ -357,7 +452,8 @@ def _zookeeper_action(
     else:
         signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
     if action != "kill":
-        node = ZooKeeperProcess.from_config(Path(entry["config"]), name=entry["name"])
+        prefix = ["ip", "netns", "exec", entry["netns"]] if entry.get("netns") else []
+        node = ZooKeeperProcess.from_config(Path(entry["config"]), name=entry["name"], command_prefix=prefix)
         node.start()
         try:
             node.wait_until_serving(modes=("leader", "follower", "standalone"))

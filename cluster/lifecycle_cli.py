@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cluster import launcher
+from cluster import launcher, partitions
 
 
 def register(commands: Any) -> None:
@@ -30,7 +30,29 @@ def register(commands: Any) -> None:
     )
     up.add_argument("--detach", action="store_true", help="start, print where everything is, and return")
     up.add_argument("--demo-topic", default="demo", help="topic created once the cluster is up ('' for none)")
+    up.add_argument(
+        "--netns",
+        action="store_true",
+        help="every node in a network namespace of its own, on its own address (root only), so that "
+        "`partition` can cut links between nodes",
+    )
     up.set_defaults(run=_reporting(run_up))
+
+    cut = commands.add_parser(
+        "partition", help="cut NODE... off from the other nodes (or from --from NODE...) (--netns clusters)"
+    )
+    add_dir_option(cut)
+    cut.add_argument("nodes", nargs="+", metavar="NODE")
+    cut.add_argument(
+        "--from", dest="others", nargs="+", default=[], metavar="NODE", help="default: all others"
+    )
+    cut.add_argument("--one-way", action="store_true", help="drop only what the other side sends to NODE...")
+    cut.set_defaults(run=_reporting(run_partition))
+
+    heal = commands.add_parser("heal", help="remove every cut, or those involving NODE...")
+    add_dir_option(heal)
+    heal.add_argument("nodes", nargs="*", metavar="NODE")
+    heal.set_defaults(run=_reporting(run_heal))
 
     status = commands.add_parser("status", help="the processes of a local cluster")
     add_dir_option(status)
@@ -90,7 +112,9 @@ def _reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
 
 def run_up(args: argparse.Namespace) -> int:
     console = Console()
-    layout = launcher.Layout(args.brokers, args.controllers, args.zookeeper_nodes, args.shared_listener)
+    layout = launcher.Layout(
+        args.brokers, args.controllers, args.zookeeper_nodes, args.shared_listener, args.netns
+    )
     if layout.brokers < 1 or layout.controllers < 1:
         return fail("at least one broker and one controller are needed")
     with console.status(f"starting {layout.brokers} brokers and {layout.controllers} controllers"):
@@ -129,10 +153,30 @@ def run_up(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     state = launcher.load_state(args.dir)
     rows = [{**p, "alive": launcher.alive(p.get("pid"))} for p in state["processes"]]
+    cuts = [{"from": s, "to": t} for s, t in partitions.active(args.dir)]
     if args.json:
-        print(json.dumps({**state, "processes": rows}, indent=2))
+        print(json.dumps({**state, "processes": rows, "partitions": cuts}, indent=2))
     else:
-        Console().print(processes_table({**state, "processes": rows}))
+        console = Console()
+        console.print(processes_table({**state, "processes": rows}))
+        if launcher.network_of(state) is not None:
+            console.print(f"partitions: {_cuts_text(partitions.active(args.dir))}")
+    return 0
+
+
+def _cuts_text(cuts: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{s} -/-> {t}" for s, t in cuts) or "none"
+
+
+def run_partition(args: argparse.Namespace) -> int:
+    cuts = partitions.partition(args.dir, args.nodes, args.others, one_way=args.one_way)
+    print(f"cut; in force: {_cuts_text(cuts)}")
+    return 0
+
+
+def run_heal(args: argparse.Namespace) -> int:
+    left = partitions.heal(args.dir, args.nodes)
+    print(f"healed; still cut: {_cuts_text(left)}")
     return 0
 
 
@@ -168,7 +212,7 @@ def run_node_action(args: argparse.Namespace) -> int:
 
 def processes_table(state: dict[str, Any]) -> Table:
     table = Table(title=f"cluster in {state['directory']}")
-    for column in ("node", "pid", "alive", "listeners", "metrics", "log"):
+    for column in ("node", "pid", "alive", "address", "listeners", "metrics", "log"):
         table.add_column(column)
     for p in state["processes"]:
         running = p.get("alive", launcher.alive(p.get("pid")))
@@ -177,6 +221,7 @@ def processes_table(state: dict[str, Any]) -> Table:
             p["name"],
             str(p.get("pid") or "-"),
             "[green]yes[/]" if running else "[red]no[/]",
+            p.get("address", launcher.LOOPBACK),
             listeners,
             str(p.get("metrics_port") or "-"),
             p.get("log", ""),

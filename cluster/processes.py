@@ -45,6 +45,8 @@ class DaemonProcess:
         self.events_path = self.dir / "events.jsonl"
         self.log_path = self.dir / f"{self.module}.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.command_prefix: tuple[str, ...] = ()
+        """Put before the command, e.g. ``ip netns exec NS`` for a daemon in a network namespace."""
         self._read = 0
         self.events: list[Event] = []
 
@@ -59,7 +61,7 @@ class DaemonProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", self.module, "--config", str(self.config)],
+                [*self.command_prefix, sys.executable, "-m", self.module, "--config", str(self.config)],
                 cwd=REPO,
                 env=env,
                 stdout=log,

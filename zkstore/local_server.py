@@ -52,6 +52,8 @@ __all__ = [
 log = logging.getLogger("zkstore.local_server")
 
 LOOPBACK = "127.0.0.1"
+CLIENT_PORT, QUORUM_PORT, ELECTION_PORT = 2181, 2888, 3888
+"""ZooKeeper's usual ports, for a server on an address of its own (a network namespace)."""
 
 #: Debian's ``libzookeeper-java`` jar. Its manifest ``Class-Path`` already names the
 #: jars it needs (netty, slf4j-api, jute, ...), so the jar alone is a usable classpath.
@@ -263,13 +265,13 @@ _LOGBACK_CONFIG = """\
 """
 
 
-def _base_config(data_dir: Path, client_port: int) -> dict[str, str]:
+def _base_config(data_dir: Path, client_port: int, host: str = LOOPBACK) -> dict[str, str]:
     return {
         "tickTime": str(TICK_TIME_MS),
         "maxSessionTimeout": str(MAX_SESSION_TIMEOUT_MS),
         "dataDir": str(data_dir),
         "clientPort": str(client_port),
-        "clientPortAddress": LOOPBACK,
+        "clientPortAddress": host,
         "admin.enableServer": "false",
         "4lw.commands.whitelist": FOUR_LETTER_WORDS,
         "maxClientCnxns": "0",
@@ -330,8 +332,11 @@ class ZooKeeperProcess:
         jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
         main_class: str = STANDALONE_MAIN,
         name: str = "zookeeper",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self.data_dir = data_dir
+        self.command_prefix = tuple(command_prefix)
+        """Put before the java command, e.g. ``ip netns exec NS`` for a server in a network namespace."""
         self.client_port = client_port
         self.settings = dict(settings)
         self.classpath = classpath
@@ -344,7 +349,9 @@ class ZooKeeperProcess:
         self._popen: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def from_config(cls, config_path: Path, *, name: str = "zookeeper") -> ZooKeeperProcess:
+    def from_config(
+        cls, config_path: Path, *, name: str = "zookeeper", command_prefix: Sequence[str] = ()
+    ) -> ZooKeeperProcess:
         """The node an earlier run configured in ``config_path`` (its zoo.cfg): same ports, data and, for
         an ensemble member (``server.N`` lines), same peers. For restarting a node of a detached cluster."""
         settings = _read_config(config_path)
@@ -357,13 +364,15 @@ class ZooKeeperProcess:
             java=find_java(),
             main_class=QUORUM_MAIN if quorum else STANDALONE_MAIN,
             name=name,
+            command_prefix=command_prefix,
         )
 
     # -- properties
 
     @property
     def host(self) -> str:
-        return LOOPBACK
+        """The address the server listens on for clients (``clientPortAddress``)."""
+        return self.settings.get("clientPortAddress", LOOPBACK)
 
     @property
     def port(self) -> int:
@@ -371,7 +380,7 @@ class ZooKeeperProcess:
 
     @property
     def connect_string(self) -> str:
-        return f"{LOOPBACK}:{self.client_port}"
+        return f"{self.host}:{self.client_port}"
 
     @property
     def pid(self) -> int | None:
@@ -396,6 +405,7 @@ class ZooKeeperProcess:
         (conf / "log4j.properties").write_text(_LOG4J1_CONFIG, encoding="utf-8")
         (conf / "logback.xml").write_text(_LOGBACK_CONFIG, encoding="utf-8")
         command = [
+            *self.command_prefix,
             self.java,
             *self.jvm_opts,
             f"-Dlog4j2.configurationFile={conf / 'log4j2.properties'}",
@@ -434,11 +444,11 @@ class ZooKeeperProcess:
         """The server's current ``Mode:`` from ``srvr``, or None if it is not serving."""
         if not self.running:
             return None
-        return server_mode(LOOPBACK, self.client_port, timeout)
+        return server_mode(self.host, self.client_port, timeout)
 
     def srvr(self, timeout: float = 2.0) -> str:
         """Raw ``srvr`` reply (version, latency, zxid, mode, node count)."""
-        return four_letter_word(LOOPBACK, self.client_port, "srvr", timeout)
+        return four_letter_word(self.host, self.client_port, "srvr", timeout)
 
     def wait_until_serving(self, timeout: float = START_TIMEOUT_S, modes: Iterable[str] | None = None) -> str:
         """Poll ``srvr`` until it reports a mode (one of ``modes`` if given); return that mode.
@@ -455,7 +465,7 @@ class ZooKeeperProcess:
                     f"{self.name} exited with code {code} before serving on {self.connect_string}\n"
                     + self.log_tail()
                 )
-            last_mode = server_mode(LOOPBACK, self.client_port, timeout=1.0)
+            last_mode = server_mode(self.host, self.client_port, timeout=1.0)
             if last_mode is not None and (wanted is None or last_mode in wanted):
                 return last_mode
             if time.monotonic() >= deadline:
@@ -535,12 +545,16 @@ class ZooKeeperServer:
         jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
         extra_config: Mapping[str, str] | None = None,
         start_timeout: float = START_TIMEOUT_S,
+        host: str = LOOPBACK,
+        command_prefix: Sequence[str] = (),
     ) -> None:
+        """``host`` and ``command_prefix`` place the server elsewhere than loopback, e.g. on its own
+        address in a network namespace (``ip netns exec NS``); its port there is 2181 unless given."""
         classpath = resolve_classpath()
         java = find_java()
         directory = _make_data_dir(data_dir, "zkstore-zookeeper-")
-        client_port = find_free_port() if port is None else port
-        settings = _base_config(directory, client_port) | dict(extra_config or {})
+        client_port = port if port is not None else find_free_port() if host == LOOPBACK else CLIENT_PORT
+        settings = _base_config(directory, client_port, host) | dict(extra_config or {})
         self.start_timeout = start_timeout
         self.process = ZooKeeperProcess(
             data_dir=directory,
@@ -550,6 +564,7 @@ class ZooKeeperServer:
             java=java,
             jvm_opts=jvm_opts,
             name=f"zookeeper-standalone:{client_port}",
+            command_prefix=command_prefix,
         )
 
     @property
@@ -642,16 +657,25 @@ class ZooKeeperEnsemble:
         jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
         extra_config: Mapping[str, str] | None = None,
         start_timeout: float = START_TIMEOUT_S,
+        hosts: Sequence[str] | None = None,
+        command_prefixes: Sequence[Sequence[str]] | None = None,
     ) -> None:
+        """``hosts`` (one address per node) and ``command_prefixes`` place each node elsewhere than
+        loopback, e.g. in a network namespace of its own; each then uses Kafka's usual ports."""
         if size < 2:
             raise ValueError("an ensemble needs at least 2 servers; use ZooKeeperServer for one")
         classpath = resolve_classpath()
         java = find_java()
         root = _make_data_dir(data_dir, "zkstore-ensemble-")
-        ports = _free_ports(3 * size)
-        client_ports, peer_ports = ports[:size], ports[size:]
+        addresses = list(hosts) if hosts is not None else [LOOPBACK] * size
+        if hosts is None:
+            ports = _free_ports(3 * size)
+            client_ports, peer_ports = ports[:size], ports[size:]
+        else:
+            client_ports, peer_ports = [CLIENT_PORT] * size, [QUORUM_PORT, ELECTION_PORT] * size
         servers = {
-            f"server.{i + 1}": f"{LOOPBACK}:{peer_ports[2 * i]}:{peer_ports[2 * i + 1]}" for i in range(size)
+            f"server.{i + 1}": f"{addresses[i]}:{peer_ports[2 * i]}:{peer_ports[2 * i + 1]}"
+            for i in range(size)
         }
         self.start_timeout = start_timeout
         self.data_dir = root
@@ -661,7 +685,7 @@ class ZooKeeperEnsemble:
             node_dir.mkdir(parents=True, exist_ok=True)
             (node_dir / "myid").write_text(f"{i + 1}\n", encoding="ascii")
             settings = (
-                _base_config(node_dir, client_ports[i])
+                _base_config(node_dir, client_ports[i], addresses[i])
                 # Generous limits in ticks: startup on a busy 2-core box can be slow.
                 | {"initLimit": "20", "syncLimit": "10"}
                 | servers
@@ -677,6 +701,7 @@ class ZooKeeperEnsemble:
                     jvm_opts=jvm_opts,
                     main_class=QUORUM_MAIN,
                     name=f"zookeeper-{i + 1}:{client_ports[i]}",
+                    command_prefix=command_prefixes[i] if command_prefixes is not None else (),
                 )
             )
 
