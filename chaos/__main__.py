@@ -20,7 +20,7 @@ from rich.table import Table
 
 from chaos import ChaosError
 from chaos.run import RunConfig, RunResult, run
-from chaos.schedule import FAULTS, ROLES
+from chaos.schedule import DEFAULT_FAULTS, FAULTS, ROLES
 from chaos.verdict import judge, read_lines
 from cluster import launcher
 from cluster.admin import AdminError
@@ -71,8 +71,9 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument(
         "--faults",
         type=_names(FAULTS),
-        default=FAULTS,
-        help=f"fault kinds to choose from ({','.join(FAULTS)})",
+        default=DEFAULT_FAULTS,
+        help=f"fault kinds to choose from: {','.join(FAULTS)} (default {','.join(DEFAULT_FAULTS)}; "
+        "the cuts need a --netns cluster; see docs/chaos.md)",
     )
     go.add_argument(
         "--targets",
@@ -90,6 +91,12 @@ def parser() -> argparse.ArgumentParser:
         "--start",
         action="store_true",
         help="start a cluster in --dir first (3 brokers, 2 controllers), stop it after",
+    )
+    go.add_argument(
+        "--netns", action="store_true", help="with --start: every node in its own namespace (root)"
+    )
+    go.add_argument(
+        "--zookeeper-nodes", type=int, choices=(1, 3), default=1, help="with --start: ZooKeeper servers (1)"
     )
     go.set_defaults(handler=run_command)
     listing = commands.add_parser("list", help="the chaos runs recorded under --dir")
@@ -128,7 +135,8 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         if args.start:
             logging.getLogger("chaos").info("starting a cluster in %s", args.dir)
-            asyncio.run(launcher.up(args.dir, launcher.Layout()))
+            layout = launcher.Layout(zookeeper_nodes=args.zookeeper_nodes, netns=args.netns)
+            asyncio.run(launcher.up(args.dir, layout))
             started = True
         result = asyncio.run(run(config))
     except (ChaosError, launcher.ClusterError, AdminError) as exc:

@@ -14,13 +14,15 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from kazoo.exceptions import KazooException
 
-from chaos.schedule import Step
+from chaos.network import NetworkFaults
+from chaos.schedule import EXPIRING, NETWORK_FAULTS, ZOOKEEPER_FAULTS, Node, Step
+from chaos.zookeeper_faults import ZooKeeperFaults
 from cluster import admin, launcher
 from daemon.eventlog import EventLog
 from zkstore.aio import AsyncZooKeeper
@@ -87,10 +89,14 @@ def _stopped(pid: int | None) -> bool:
 class ClusterInjector:
     """Faults on the nodes of the local cluster in ``directory``."""
 
-    def __init__(self, directory: Path, events: EventLog, zk: AsyncZooKeeper) -> None:
+    def __init__(
+        self, directory: Path, events: EventLog, zk: AsyncZooKeeper, nodes: Sequence[Node] = ()
+    ) -> None:
         self.directory = directory
         self.events = events
         self.zk = zk
+        self.network = NetworkFaults(directory, nodes)
+        self.zookeeper = ZooKeeperFaults(directory)
         self.crashed: list[str] = []
         """Nodes found not running that no fault had taken down: look at their logs."""
         self._paused: dict[str, tuple[int, float]] = {}
@@ -104,10 +110,13 @@ class ClusterInjector:
     async def inject(self, step: Step) -> bool:
         entry = self._entry(step.target)
         pid = entry.get("pid")
-        if entry["role"] == "broker":
+        renews = step.fault in ("kill", "bounce", "restart")
+        if entry["role"] == "broker" and (renews or step.fault in EXPIRING):
             self._epochs[step.target] = await self._broker_epoch(entry["id"])
-        elif entry["role"] == "controller" and step.fault != "pause":
+        elif entry["role"] == "controller" and renews:
             self._starts[step.target] = _controller_starts(entry)
+        if step.fault in NETWORK_FAULTS or step.fault in ZOOKEEPER_FAULTS:
+            return await self._inject_around(step)
         if pid is None or not launcher.alive(pid):
             self._note_crash(step.target, entry["role"], pid)
             await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
@@ -131,8 +140,24 @@ class ClusterInjector:
             await asyncio.to_thread(launcher.node_action, self.directory, step.target, step.fault)
         return True
 
+    async def _inject_around(self, step: Step) -> bool:
+        """A cut between nodes or ZooKeeper trouble: the target process itself is left alone."""
+        if step.fault in NETWORK_FAULTS:
+            detail = await self.network.inject(step)
+        else:
+            detail = await self.zookeeper.inject(step)
+        log.info("%s %s: %s", step.fault, step.target, detail)
+        self.events.emit(
+            "fault_injected", fault=step.fault, target=step.target, role=step.role, detail=detail
+        )
+        return True
+
     async def heal(self, step: Step) -> None:
-        if step.fault == "kill":
+        if step.fault in NETWORK_FAULTS or step.fault in ZOOKEEPER_FAULTS:
+            await (self.network.heal() if step.fault in NETWORK_FAULTS else self.zookeeper.heal())
+            log.info("healed %s of %s", step.fault, step.target)
+            self.events.emit("fault_healed", fault=step.fault, target=step.target, role=step.role)
+        elif step.fault == "kill":
             entry = await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
             log.info("started %s again (pid %s)", step.target, entry["pid"])
             self.events.emit("fault_healed", fault="kill", target=step.target, role=step.role)
@@ -154,7 +179,11 @@ class ClusterInjector:
         return pid
 
     async def heal_all(self) -> None:
-        """Leave every node running: resume what is still paused, start what is not running."""
+        """Leave every node running and reachable: heal every cut, start what a ZooKeeper fault took
+        down, resume what is still paused, start what is not running."""
+        if launcher.network_of(launcher.load_state(self.directory)) is not None:
+            await self.network.heal()
+        await self.zookeeper.heal()
         for name in list(self._paused):
             self._resume(name, self._entry(name)["role"])
         for entry in launcher.load_state(self.directory)["processes"]:
@@ -181,7 +210,7 @@ class ClusterInjector:
         if step.role == "controller":
             await self._controller_back(step)
             return
-        if step.role != "broker":
+        if step.role != "broker" or step.target not in self._epochs:
             return
         entry = self._entry(step.target)
         before = self._epochs.pop(step.target, None)

@@ -19,7 +19,7 @@ from typing import Any
 
 from chaos import ChaosError
 from chaos.faults import ClusterInjector, fault_loop
-from chaos.schedule import FAULTS, FaultSchedule, nodes_of
+from chaos.schedule import DEFAULT_FAULTS, FaultSchedule, nodes_of
 from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
 from cluster import admin, launcher
@@ -37,7 +37,7 @@ PRODUCER_STOP_TIMEOUT_S = 35.0
 class RunConfig:
     directory: Path
     duration_s: float = 60.0
-    faults: tuple[str, ...] = FAULTS
+    faults: tuple[str, ...] = DEFAULT_FAULTS
     roles: tuple[str, ...] = ("broker", "controller")
     interval_s: float = 8.0
     rate: int = 200
@@ -143,8 +143,14 @@ async def run(config: RunConfig) -> RunResult:
     directory = config.directory.resolve()
     state = running_state(directory)
     seed = config.seed if config.seed is not None else random.randrange(2**31)
+    nodes = nodes_of(state)
     schedule = FaultSchedule(
-        nodes_of(state), faults=config.faults, roles=config.roles, interval_s=config.interval_s, seed=seed
+        nodes,
+        faults=config.faults,
+        roles=config.roles,
+        interval_s=config.interval_s,
+        seed=seed,
+        netns=launcher.network_of(state) is not None,
     )
     servers = bootstrap_servers(state)
     started = time.monotonic()
@@ -167,7 +173,7 @@ async def run(config: RunConfig) -> RunResult:
                 rate=config.rate,
                 interval_s=float(config.interval_s),
             )
-            injector = ClusterInjector(directory, events, zk)
+            injector = ClusterInjector(directory, events, zk, nodes)
             workload = ProducerWorkload(servers, config.topic, run_id, config.rate, history).start()
             try:
                 try:

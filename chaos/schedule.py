@@ -16,8 +16,28 @@ from typing import Any
 from chaos import ChaosError
 from daemon.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ConfigError, parse_properties
 
-FAULTS = ("kill", "bounce", "restart", "pause")
+PROCESS_FAULTS = ("kill", "bounce", "restart", "pause")
+NETWORK_FAULTS = (
+    "isolate",
+    "isolate-zookeeper",
+    "isolate-controller",
+    "isolate-followers",
+    "bridge",
+    "zookeeper-minority",
+)
+"""Cuts between nodes; they need a cluster started with ``--netns`` (see docs/chaos.md)."""
+ZOOKEEPER_FAULTS = ("zookeeper-restart", "zookeeper-leader-kill", "quorum-loss")
+FAULTS = PROCESS_FAULTS + NETWORK_FAULTS + ZOOKEEPER_FAULTS
+DEFAULT_FAULTS = PROCESS_FAULTS
 ROLES = ("broker", "controller", "zookeeper")
+EXPIRING = frozenset({"pause", "isolate", "isolate-zookeeper"})
+"""Faults that keep the target from ZooKeeper past its session timeout: a broker comes back from
+them with a new registration (a new epoch)."""
+QUORUM_BREAKING = frozenset({"quorum-loss"})
+ZOOKEEPER_DOWN_S = 3.0
+"""How long a restarted or killed ZooKeeper server stays down."""
+QUORUM_LOSS_S = 8.0
+"""How long two of three ZooKeeper servers stay down in a quorum loss."""
 KILL_DOWN_S = 3.0
 """How long a killed node stays down before it is started again."""
 PAUSE_FACTOR = 1.5
@@ -83,10 +103,36 @@ def eligible_targets(nodes: Iterable[Node], roles: Iterable[str]) -> list[Node]:
     return [n for n in nodes if n.role in wanted and count[n.role] >= minimum.get(n.role, 1)]
 
 
+def fault_targets(fault: str, nodes: Sequence[Node], roles: Iterable[str]) -> list[Node]:
+    """The nodes ``fault`` may hit. Process faults and ``isolate`` take what ``eligible_targets``
+    allows; the other cuts need a broker (and, for a bridge, two more brokers to split around it);
+    ZooKeeper faults hit ZooKeeper servers whatever ``roles`` says, one alone in a standalone
+    setup only by a restart."""
+    count = {role: sum(1 for n in nodes if n.role == role) for role in ROLES}
+    wanted = set(roles)
+    if fault in PROCESS_FAULTS or fault == "isolate":
+        return eligible_targets(nodes, roles)
+    if fault == "isolate-zookeeper":
+        return [n for n in eligible_targets(nodes, roles) if n.role != "zookeeper"]
+    if fault in ("isolate-controller", "isolate-followers", "bridge"):
+        enough = {"isolate-controller": count["controller"] >= 1, "isolate-followers": count["broker"] >= 2}
+        if not enough.get(fault, count["broker"] >= 3) or "broker" not in wanted:
+            return []
+        return [n for n in nodes if n.role == "broker"]
+    zookeepers = [n for n in nodes if n.role == "zookeeper"]
+    if fault == "zookeeper-restart":
+        return zookeepers
+    return zookeepers if len(zookeepers) >= 3 else []
+
+
 def hold_s(fault: str, node: Node) -> float:
     if fault == "kill":
         return KILL_DOWN_S
-    if fault == "pause":
+    if fault in ("zookeeper-restart", "zookeeper-leader-kill"):
+        return ZOOKEEPER_DOWN_S
+    if fault == "quorum-loss":
+        return QUORUM_LOSS_S
+    if fault == "pause" or fault in NETWORK_FAULTS:
         return round(PAUSE_FACTOR * (node.session_timeout_s or DEFAULT_SESSION_TIMEOUT_S), 3)
     return 0.0
 
@@ -102,10 +148,11 @@ class FaultSchedule:
         self,
         nodes: Iterable[Node],
         *,
-        faults: Sequence[str] = FAULTS,
+        faults: Sequence[str] = DEFAULT_FAULTS,
         roles: Sequence[str] = ("broker", "controller"),
         interval_s: float = 8.0,
         seed: int = 0,
+        netns: bool = False,
     ) -> None:
         unknown = sorted(set(faults) - set(FAULTS)) + sorted(set(roles) - set(ROLES))
         if unknown:
@@ -114,13 +161,20 @@ class FaultSchedule:
             raise ChaosError("no fault kinds enabled")
         if interval_s <= 0:
             raise ChaosError("the interval between faults must be positive")
-        self.targets = eligible_targets(nodes, roles)
-        if not self.targets:
+        cuts = [f for f in faults if f in NETWORK_FAULTS]
+        if cuts and not netns:
+            raise ChaosError(
+                f"{', '.join(cuts)} cut links between nodes: start the cluster with "
+                "`python -m cluster up --netns` (root only)"
+            )
+        nodes = list(nodes)
+        self.targets_of = {f: fault_targets(f, nodes, roles) for f in faults}
+        self.faults = tuple(f for f in faults if self.targets_of[f])
+        if not self.faults:
             raise ChaosError(
                 f"no node of {', '.join(roles)} can go down alone "
                 "(a controller needs a second candidate, a ZooKeeper server an ensemble of 3)"
             )
-        self.faults = tuple(faults)
         self.interval_s = interval_s
         self.seed = seed
 
@@ -129,5 +183,5 @@ class FaultSchedule:
         while True:
             wait = round(rng.uniform(0.5, 1.5) * self.interval_s, 3)
             fault = rng.choice(self.faults)
-            node = rng.choice(self.targets)
+            node = rng.choice(self.targets_of[fault])
             yield Step(wait, fault, node.name, node.role, hold_s(fault, node))

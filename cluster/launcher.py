@@ -32,6 +32,7 @@ from zkstore.local_server import (
     ZooKeeperServer,
     ZooKeeperStartError,
     find_free_port,
+    server_mode,
 )
 
 STATE_FILE = "cluster.json"
@@ -451,10 +452,24 @@ def _zookeeper_action(
         stop_node(entry, timeout=15)
     else:
         signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
+    save_state(directory, state)
     if action != "kill":
+        start_zookeeper(directory, [entry["name"]])
+    return find(load_state(directory), entry["name"])
+
+
+def start_zookeeper(directory: Path, names: list[str]) -> None:
+    """Start the ZooKeeper servers ``names`` (all before waiting for any: two of three are needed for
+    either to serve) and wait until each serves; ClusterError naming the one that does not."""
+    state = load_state(directory)
+    started = []
+    for name in names:
+        entry = find(state, name)
         prefix = ["ip", "netns", "exec", entry["netns"]] if entry.get("netns") else []
-        node = ZooKeeperProcess.from_config(Path(entry["config"]), name=entry["name"], command_prefix=prefix)
+        node = ZooKeeperProcess.from_config(Path(entry["config"]), name=name, command_prefix=prefix)
         node.start()
+        started.append((entry, node))
+    for entry, node in started:
         try:
             node.wait_until_serving(modes=("leader", "follower", "standalone"))
         except ZooKeeperStartError as exc:
@@ -463,7 +478,16 @@ def _zookeeper_action(
         node.detach()
         entry["pid"] = node.pid
     save_state(directory, state)
-    return entry
+
+
+def zookeeper_leader(state: dict[str, Any]) -> str | None:
+    """The ZooKeeper server that says it leads (or serves standalone), or None."""
+    for entry in state["processes"]:
+        if entry["role"] == "zookeeper" and alive(entry.get("pid")):
+            mode = server_mode(entry.get("address", LOOPBACK), entry["port"], timeout=2.0)
+            if mode in ("leader", "standalone"):
+                return str(entry["name"])
+    return None
 
 
 async def create_demo_topic(state: dict[str, Any], topic: str, partitions: int = 6) -> None:

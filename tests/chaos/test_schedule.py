@@ -11,7 +11,17 @@ import pytest
 
 from chaos import ChaosError
 from chaos.faults import fault_loop
-from chaos.schedule import KILL_DOWN_S, FaultSchedule, Node, Step, eligible_targets, nodes_of
+from chaos.network import Cut, cut_plan
+from chaos.schedule import (
+    FAULTS,
+    KILL_DOWN_S,
+    ZOOKEEPER_FAULTS,
+    FaultSchedule,
+    Node,
+    Step,
+    eligible_targets,
+    nodes_of,
+)
 
 ZOOKEEPER = [Node("zookeeper-1", "zookeeper")]
 CONTROLLERS = [Node("controller-1", "controller", 6.0), Node("controller-2", "controller", 6.0)]
@@ -145,3 +155,69 @@ async def test_a_cancelled_loop_still_heals_the_node_it_took_down() -> None:
     with pytest.raises(asyncio.CancelledError):
         await loop
     assert injector.calls == [("inject", "broker-1"), ("heal", "broker-1")]
+
+
+# ---------------------------------------------------------------- network and ZooKeeper faults
+
+ENSEMBLE = [Node(f"zookeeper-{i}", "zookeeper") for i in (1, 2, 3)] + CONTROLLERS + BROKERS
+
+
+def test_cuts_need_a_netns_cluster() -> None:
+    with pytest.raises(ChaosError, match="--netns"):
+        FaultSchedule(CLUSTER, faults=("isolate-zookeeper",))
+    assert FaultSchedule(CLUSTER, faults=("isolate-zookeeper",), netns=True).faults == ("isolate-zookeeper",)
+
+
+def test_each_fault_hits_only_the_nodes_it_is_for() -> None:
+    chosen = steps(FaultSchedule(ENSEMBLE, faults=FAULTS, netns=True, seed=5), 500)
+    by_fault: dict[str, set[str]] = {}
+    for s in chosen:
+        by_fault.setdefault(s.fault, set()).add(s.role)
+    assert set(by_fault) == set(FAULTS)
+    assert by_fault["isolate-followers"] == by_fault["isolate-controller"] == by_fault["bridge"] == {"broker"}
+    assert by_fault["isolate-zookeeper"] == {"broker", "controller"}
+    for fault in ("zookeeper-restart", "zookeeper-leader-kill", "quorum-loss", "zookeeper-minority"):
+        assert by_fault[fault] == {"zookeeper"}
+    holds = {s.fault: s.hold_s for s in chosen}
+    assert holds["isolate-zookeeper"] > 6.0, "a cut from ZooKeeper must outlast the session timeout"
+
+
+def test_a_standalone_zookeeper_can_only_be_restarted() -> None:
+    schedule = FaultSchedule(CLUSTER, faults=ZOOKEEPER_FAULTS, netns=True, seed=2)
+    assert schedule.faults == ("zookeeper-restart",)
+
+
+@pytest.mark.parametrize(
+    ("fault", "target", "near", "far"),
+    [
+        (
+            "isolate",
+            "broker-2",
+            ("broker-2",),
+            (
+                "zookeeper-1",
+                "zookeeper-2",
+                "zookeeper-3",
+                "controller-1",
+                "controller-2",
+                "broker-1",
+                "broker-3",
+            ),
+        ),
+        ("isolate-zookeeper", "broker-2", ("broker-2",), ("zookeeper-1", "zookeeper-2", "zookeeper-3")),
+        ("isolate-controller", "broker-2", ("broker-2",), ("controller-1", "controller-2")),
+        ("isolate-followers", "broker-2", ("broker-2",), ("broker-1", "broker-3")),
+        ("zookeeper-minority", "zookeeper-2", ("zookeeper-2",), ("zookeeper-1", "zookeeper-3")),
+    ],
+)
+def test_what_each_cut_separates(
+    fault: str, target: str, near: tuple[str, ...], far: tuple[str, ...]
+) -> None:
+    assert cut_plan(fault, target, ENSEMBLE) == Cut(near, far)
+
+
+def test_a_bridge_splits_the_others_in_two_and_leaves_the_target_between() -> None:
+    cut = cut_plan("bridge", "broker-2", ENSEMBLE)
+    others = {n.name for n in ENSEMBLE} - {"broker-2"}
+    assert set(cut.near) | set(cut.far) == others and not set(cut.near) & set(cut.far)
+    assert abs(len(cut.near) - len(cut.far)) <= 1
