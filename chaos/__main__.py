@@ -152,7 +152,7 @@ def run_command(args: argparse.Namespace) -> int:
             except launcher.ClusterError as exc:  # must not hide the run's own outcome or error
                 logging.getLogger("chaos").error("stopping the cluster in %s: %s", args.dir, exc)
     summary(Console(), result)
-    return 0 if result.verdict.ok else 1
+    return 0 if result.ok else 1
 
 
 def summary(console: Console, result: RunResult) -> None:
@@ -175,11 +175,26 @@ def summary(console: Console, result: RunResult) -> None:
             f"[yellow]resent by the producer[/] (a copy from a fenced leader's unanswered request, "
             f"then the acknowledged one; not the cluster's fault): {_some(v.resent)}"
         )
+    _control_plane(console, result)
     if result.crashed:
         console.print(f"[yellow]not running without a fault (see their logs)[/]: {', '.join(result.crashed)}")
     if v.ok:
         console.print("[green]ok[/]: every acknowledged record was read back once, where it was acknowledged")
+
     console.print(f"run directory: {result.run_dir}")
+
+
+def _control_plane(console: Console, result: RunResult) -> None:
+    """The safety rules and the replicas' consistency (``chaos.safety``, ``cluster.verify_replicas``)."""
+    for rule in result.unsafe:
+        console.print(f"[red]unsafe[/]: {rule}")
+    for replica in result.inconsistent[:SHOWN]:
+        console.print(f"[red]inconsistent replica[/]: {replica}")
+    if not result.unsafe and not result.inconsistent:
+        console.print(
+            "[green]ok[/]: one leader per leader epoch, growing epochs, no older controller obeyed, one "
+            "active controller after each fault; every replica holds its leader's batches"
+        )
 
 
 def _some(values: Sequence[str]) -> str:

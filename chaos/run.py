@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos import ChaosError
+from chaos import ChaosError, safety
 from chaos.faults import ClusterInjector, fault_loop
 from chaos.schedule import DEFAULT_FAULTS, FaultSchedule, nodes_of
 from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
-from cluster import admin, launcher
+from cluster import admin, launcher, verify_replicas
 from cluster.admin_cli import client_endpoints
 from daemon.eventlog import EventLog
 from zkstore.aio import AsyncZooKeeper
@@ -56,6 +56,14 @@ class RunResult:
     verdict: Verdict
     crashed: list[str] = field(default_factory=list)
     """Nodes found not running that no fault had taken down."""
+    unsafe: list[str] = field(default_factory=list)
+    """Control-plane safety rules broken, from the daemons' logs (``chaos.safety``)."""
+    inconsistent: list[str] = field(default_factory=list)
+    """Replicas that do not hold their leader's batches up to the high watermark."""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict.ok and not self.unsafe and not self.inconsistent
 
 
 def running_state(directory: Path) -> dict[str, Any]:
@@ -206,8 +214,25 @@ async def run(config: RunConfig) -> RunResult:
                 consumed=consumed,
                 duration_s=round(time.monotonic() - started, 3),
             )
+            reports = await verify_replicas.verify(launcher.load_state(directory), [config.topic])
         verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
-        return RunResult(run_id, run_dir, seed, verdict, injector.crashed)
+        run_lines = list(read_lines(run_dir / "events.jsonl"))
+        unsafe = safety.violations(_daemon_lines(directory, run_lines), run_lines)
+        inconsistent = [
+            f"{d.topic}-{d.partition}: replica {d.replica} at offset {d.offset}: {d.detail}"
+            for r in reports
+            for d in r.divergences
+        ]
+        return RunResult(run_id, run_dir, seed, verdict, injector.crashed, unsafe, inconsistent)
+
+
+def _daemon_lines(directory: Path, run_lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The daemons' event log lines up to the end of the run: the rules hold over the cluster's whole
+    history (who was elected before the run started matters to who is active in it), and the
+    shutdown of a cluster the run started comes after it."""
+    until = next((line["ts"] for line in run_lines if line.get("kind") == "run_finished"), "~")
+    paths = [Path(p["events"]) for p in launcher.load_state(directory)["processes"] if p.get("events")]
+    return [line for line in read_lines(*paths) if line.get("ts", "") <= until]
 
 
 async def _faults_for(duration_s: float, schedule: FaultSchedule, injector: ClusterInjector) -> None:
