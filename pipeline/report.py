@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.checks import broker_epochs_increase, one_controller_per_epoch, stale_requests_rejected
 from pipeline.isr import ineligible_never_in_isr
+from pipeline.leadership import leader_epochs_grow, one_leader_per_leader_epoch
 from pipeline.load import Inputs, load
 from pipeline.result import CheckResult
 from pipeline.stats import statistics
@@ -32,6 +33,8 @@ def audit(spark: SparkSession, inputs: Inputs, run: str | None = None) -> dict[s
             broker_epochs_increase(events),
             stale_requests_rejected(events),
             ineligible_never_in_isr(events),
+            one_leader_per_leader_epoch(events),
+            leader_epochs_grow(events),
             workload_no_loss(history, events),
             workload_no_duplicates(history),
         ]

@@ -321,3 +321,49 @@ def test_a_write_whose_predecessor_was_never_logged_is_not_judged_as_an_addition
     result = ineligible_never_in_isr(read(cluster_log).events)
     assert (result.verdict, result.violations) == ("passed", 0)
     assert result.details["writes_with_unknown_previous_isr"] == 1
+
+
+# -- partition leadership
+
+
+def test_a_healthy_log_has_growing_leader_epochs(healthy: Logs) -> None:
+    from pipeline.leadership import leader_epochs_grow
+
+    result = leader_epochs_grow(healthy.events)
+    assert (result.verdict, result.violations) == ("passed", 0) and result.checked > 0
+
+
+def test_a_leader_epoch_written_lower_fails_unless_the_topic_was_deleted_between(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    from pipeline.leadership import leader_epochs_grow
+
+    def damage(log: ClusterLog) -> None:
+        log.isr_write("controller-2", 2, 1, 2, [2], "offline election", leader_epoch=1, partition_epoch=5)
+        log.emit("controller-2", "topic_deleted", topic="gone", partitions=1)
+        log.isr_write("controller-2", 2, 0, 1, [1], "new partition", topic="gone", leader_epoch=0)
+        log.isr_write("controller-2", 2, 0, 1, [1], "new partition", topic="gone", leader_epoch=0)
+
+    result = leader_epochs_grow(read(broken(cluster_log, damage)).events)
+    assert (result.verdict, result.violations) == ("failed", 1)
+    (example,) = result.examples
+    assert (example["topic"], example["partition"], example["leader_epoch"], example["highest_before"]) == (
+        "demo",
+        1,
+        1,
+        2,
+    )
+
+
+def test_two_brokers_leading_one_leader_epoch_fail(cluster_log: ClusterLog, read: Read) -> None:
+    from pipeline.leadership import one_leader_per_leader_epoch
+
+    def damage(log: ClusterLog) -> None:
+        for node, epoch in (("broker-1", 3), ("broker-2", 4), ("broker-3", 4)):
+            log.emit(
+                node, "become_leader", topic="demo", partition=0, leader=int(node[-1]), leader_epoch=epoch
+            )
+
+    result = one_leader_per_leader_epoch(read(broken(cluster_log, damage)).events)
+    assert (result.verdict, result.checked, result.violations) == ("failed", 2, 1)
+    assert result.examples[0]["nodes"] == ["broker-2", "broker-3"]

@@ -1,0 +1,64 @@
+"""Partition leadership audits: one leader per leader epoch, and leader epochs that only grow.
+
+A zombie leader keeps the epoch it was given; a new leader always gets a higher one. So two brokers
+taking leadership of one partition in the same epoch, or a controller writing a lower epoch than
+one already written, means fencing failed somewhere. Spark transformations only, as in
+``pipeline.checks``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline.load import ORDER
+from pipeline.result import CheckResult, from_violations, skipped, tally
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+ONE_LEADER = "one_leader_per_leader_epoch"
+EPOCHS_GROW = "leader_epochs_grow"
+
+
+def one_leader_per_leader_epoch(events: DataFrame) -> CheckResult:
+    """No two brokers became leader of one partition in one leader epoch."""
+    from pyspark.sql import functions as F
+
+    became = events.filter(F.col("kind") == "become_leader")
+    per_epoch = became.groupBy("topic", "partition", "leader_epoch").agg(
+        F.min("ts").alias("ts"), F.sort_array(F.collect_set("node")).alias("nodes")
+    )
+    violations = per_epoch.filter(F.size("nodes") > 1)
+    counts = tally({"leaderships": per_epoch, "violations": violations})
+    if not counts["leaderships"]:
+        return skipped(ONE_LEADER, "no become_leader event")
+    return from_violations(ONE_LEADER, counts["leaderships"], violations, ["ts"], count=counts["violations"])
+
+
+def leader_epochs_grow(events: DataFrame) -> CheckResult:
+    """Per partition, the leader epochs controllers write never go below one written before (a topic
+    deleted and created again starts over: each deletion begins a new incarnation of the name)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rows = events.filter(F.col("kind").isin("leader_and_isr_change", "topic_deleted")).withColumn(
+        "deleted", (F.col("kind") == "topic_deleted").cast("int")
+    )
+    so_far = Window.partitionBy("topic").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    changes = rows.withColumn("incarnation", F.sum("deleted").over(so_far)).filter(
+        F.col("kind") == "leader_and_isr_change"
+    )
+    before = (
+        Window.partitionBy("topic", "partition", "incarnation")
+        .orderBy(*ORDER)
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    violations = (
+        changes.withColumn("highest_before", F.max("leader_epoch").over(before))
+        .filter(F.col("leader_epoch") < F.col("highest_before"))
+        .select("ts", "node", "topic", "partition", "leader_epoch", "highest_before", "controller_epoch")
+    )
+    counts = tally({"changes": changes, "violations": violations})
+    if not counts["changes"]:
+        return skipped(EPOCHS_GROW, "no leader_and_isr_change event")
+    return from_violations(EPOCHS_GROW, counts["changes"], violations, ["ts"], count=counts["violations"])
