@@ -185,7 +185,13 @@ def summary(console: Console, result: RunResult) -> None:
 
 
 def _control_plane(console: Console, result: RunResult) -> None:
-    """The safety rules and the replicas' consistency (``chaos.safety``, ``cluster.verify_replicas``)."""
+    """The safety rules, the replicas' consistency and the availability figures (``chaos.safety``,
+    ``cluster.verify_replicas``, ``chaos.availability``)."""
+    for fault, figures in sorted(result.availability.items()):
+        console.print(
+            f"{fault}: longest without a controller {figures['without_controller_s']:.1f} s, "
+            f"longest a partition was without a working leader {figures['leaderless_s']:.1f} s"
+        )
     for rule in result.unsafe:
         console.print(f"[red]unsafe[/]: {rule}")
     for replica in result.inconsistent[:SHOWN]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos import ChaosError, safety
+from chaos.availability import availability
 from chaos.faults import ClusterInjector, fault_loop
 from chaos.schedule import DEFAULT_FAULTS, FaultSchedule, nodes_of
 from chaos.verdict import Verdict, judge, read_lines
@@ -60,6 +61,8 @@ class RunResult:
     """Control-plane safety rules broken, from the daemons' logs (``chaos.safety``)."""
     inconsistent: list[str] = field(default_factory=list)
     """Replicas that do not hold their leader's batches up to the high watermark."""
+    availability: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Fault kind -> the longest time without a controller and a partition without a leader."""
 
     @property
     def ok(self) -> bool:
@@ -206,6 +209,11 @@ async def run(config: RunConfig) -> RunResult:
                 acked_ends=dict(workload.acked_ends),
             )
             log.info("read back %d records", consumed)
+            reports = await verify_replicas.verify(launcher.load_state(directory), [config.topic])
+            run_lines = list(read_lines(run_dir / "events.jsonl"))
+            daemon_lines = _daemon_lines(directory, run_lines)
+            figures = availability(daemon_lines, run_lines)
+            events.emit("availability", by_fault=figures)
             events.emit(
                 "run_finished",
                 run_id=run_id,
@@ -214,22 +222,20 @@ async def run(config: RunConfig) -> RunResult:
                 consumed=consumed,
                 duration_s=round(time.monotonic() - started, 3),
             )
-            reports = await verify_replicas.verify(launcher.load_state(directory), [config.topic])
         verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
-        run_lines = list(read_lines(run_dir / "events.jsonl"))
-        unsafe = safety.violations(_daemon_lines(directory, run_lines), run_lines)
+        unsafe = safety.violations(daemon_lines, run_lines)
         inconsistent = [
             f"{d.topic}-{d.partition}: replica {d.replica} at offset {d.offset}: {d.detail}"
             for r in reports
             for d in r.divergences
         ]
-        return RunResult(run_id, run_dir, seed, verdict, injector.crashed, unsafe, inconsistent)
+        return RunResult(run_id, run_dir, seed, verdict, injector.crashed, unsafe, inconsistent, figures)
 
 
 def _daemon_lines(directory: Path, run_lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The daemons' event log lines up to the end of the run: the rules hold over the cluster's whole
-    history (who was elected before the run started matters to who is active in it), and the
-    shutdown of a cluster the run started comes after it."""
+    """The daemons' event log lines up to now (the end of the run): the rules hold over the cluster's
+    whole history (who was elected before the run started matters to who is active in it), and the
+    shutdown of a cluster the run started comes after."""
     until = next((line["ts"] for line in run_lines if line.get("kind") == "run_finished"), "~")
     paths = [Path(p["events"]) for p in launcher.load_state(directory)["processes"] if p.get("events")]
     return [line for line in read_lines(*paths) if line.get("ts", "") <= until]

@@ -32,6 +32,7 @@ FIELDS = {
     "fault_injected": {"fault", "target", "role", "detail"},
     "fault_healed": {"fault", "target", "role"},
     "run_finished": {"run_id", "acked", "failed", "consumed", "duration_s"},
+    "availability": {"by_fault"},
     "produce_acked": {"topic", "partition", "offset", "value", "latency_ms"},
     "produce_failed": {"topic", "partition", "value", "error", "latency_ms"},
     "consumed": {"topic", "partition", "offset", "value"},

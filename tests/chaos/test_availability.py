@@ -1,0 +1,72 @@
+"""Availability figures over crafted logs: gaps without a controller and partitions without a
+working leader, each put down to the fault in force when it began."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chaos.availability import availability
+
+T0 = "2026-11-24T10:00:{:02d}.000000Z"
+
+
+def at(second: int, node: str, kind: str, **fields: Any) -> dict[str, Any]:
+    return {"ts": T0.format(second), "node": node, "kind": kind, **fields}
+
+
+def change(second: int, leader: int, epoch: int) -> dict[str, Any]:
+    return at(
+        second,
+        "controller-1",
+        "leader_and_isr_change",
+        topic="t",
+        partition=0,
+        leader=leader,
+        leader_epoch=epoch,
+    )
+
+
+RUN = [at(1, "chaos", "run_started"), at(59, "chaos", "run_finished")]
+
+
+def test_a_killed_active_controller_leaves_the_cluster_without_one_until_the_next_election() -> None:
+    daemons = [
+        at(0, "controller-1", "controller_elected"),
+        at(15, "controller-1", "controller_started"),
+        at(17, "controller-2", "controller_elected"),
+    ]
+    run = [
+        *RUN,
+        at(10, "chaos", "fault_injected", fault="kill", target="controller-1"),
+        at(13, "chaos", "fault_healed", fault="kill", target="controller-1"),
+    ]
+    assert availability(daemons, run)["kill"]["without_controller_s"] == pytest.approx(7.0)
+
+
+def test_a_partition_led_by_a_paused_broker_is_leaderless_until_a_newer_epoch() -> None:
+    daemons = [at(0, "controller-1", "controller_elected"), change(2, 1, 0), change(18, 2, 1)]
+    run = [
+        *RUN,
+        at(10, "chaos", "fault_injected", fault="pause", target="broker-1"),
+        at(19, "chaos", "fault_healed", fault="pause", target="broker-1"),
+    ]
+    figures = availability(daemons, run)
+    assert figures["pause"] == {"without_controller_s": 0.0, "leaderless_s": 8.0}
+
+
+def test_an_offline_partition_counts_until_a_leader_is_named_and_a_cut_not_disabling_nothing() -> None:
+    daemons = [
+        at(0, "controller-1", "controller_elected"),
+        change(2, 1, 0),
+        change(20, -1, 1),
+        change(30, 1, 2),
+    ]
+    run = [
+        *RUN,
+        at(19, "chaos", "fault_injected", fault="isolate-followers", target="broker-1"),
+        at(28, "chaos", "fault_healed", fault="isolate-followers", target="broker-1"),
+    ]
+    figures = availability(daemons, run)
+    assert figures["isolate-followers"]["leaderless_s"] == pytest.approx(10.0)
