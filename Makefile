@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test lint typecheck check bench chaos soak install java clean
+.PHONY: run test lint typecheck check bench chaos soak campaign install java clean
 
 install: $(STAMP)
 
@@ -71,6 +71,14 @@ chaos: install java
 
 soak: install java
 	$(MAKE) chaos CHAOS_S=1800
+
+# RUNS chaos runs of CHAOS_S seconds, each on a fresh cluster with the next seed (from FIRST_SEED);
+# the summary, with the worst availability per fault kind, is .run/campaign/campaign.json.
+RUNS       ?= 20
+FIRST_SEED ?= 1
+campaign: install java
+	$(PY) -m chaos campaign --dir .run/campaign --runs $(RUNS) --first-seed $(FIRST_SEED) \
+	  --duration $(CHAOS_S) $(CHAOS_LAYOUT)
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .hypothesis bench/results

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -99,6 +100,21 @@ def parser() -> argparse.ArgumentParser:
         "--zookeeper-nodes", type=int, choices=(1, 3), default=1, help="with --start: ZooKeeper servers (1)"
     )
     go.set_defaults(handler=run_command)
+    many = commands.add_parser(
+        "campaign", help="many runs, each on a fresh cluster under --dir with the next seed; one summary"
+    )
+    add_dir_option(many)
+    many.add_argument("--runs", type=_positive(int), default=20, help="how many runs (20)")
+    many.add_argument("--first-seed", type=int, default=1, help="the first run's seed; then +1 each (1)")
+    many.add_argument("--duration", type=_positive(float), default=120.0, help="seconds per run (120)")
+    many.add_argument("--faults", type=_names(FAULTS), default=DEFAULT_FAULTS)
+    many.add_argument(
+        "--interval", type=_positive(float), default=6.0, help="mean seconds between faults (6)"
+    )
+    many.add_argument("--rate", type=_positive(int), default=200, help="records produced per second (200)")
+    many.add_argument("--netns", action="store_true", help="every node in its own namespace (root)")
+    many.add_argument("--zookeeper-nodes", type=int, choices=(1, 3), default=1)
+    many.set_defaults(handler=campaign_command)
     listing = commands.add_parser("list", help="the chaos runs recorded under --dir")
     add_dir_option(listing)
     listing.set_defaults(handler=list_command)
@@ -153,6 +169,27 @@ def run_command(args: argparse.Namespace) -> int:
                 logging.getLogger("chaos").error("stopping the cluster in %s: %s", args.dir, exc)
     summary(Console(), result)
     return 0 if result.ok else 1
+
+
+def campaign_command(args: argparse.Namespace) -> int:
+    """Exit 0 when every run was ok; the summary is ``DIR/campaign.json``."""
+    from chaos.campaign import CampaignConfig, campaign
+
+    _logging()
+    layout = launcher.Layout(zookeeper_nodes=args.zookeeper_nodes, netns=args.netns)
+    template = RunConfig(
+        directory=args.dir,
+        duration_s=args.duration,
+        faults=args.faults,
+        interval_s=args.interval,
+        rate=args.rate,
+    )
+    try:
+        result = campaign(CampaignConfig(args.dir.resolve(), args.runs, args.first_seed, layout, template))
+    except (ChaosError, launcher.ClusterError, AdminError) as exc:
+        return fail(str(exc))
+    print(json.dumps({k: v for k, v in result.items() if k != "results"}, indent=2))
+    return 0 if result["ok"] == result["runs"] else 1
 
 
 def summary(console: Console, result: RunResult) -> None:

@@ -70,3 +70,21 @@ def test_an_offline_partition_counts_until_a_leader_is_named_and_a_cut_not_disab
     ]
     figures = availability(daemons, run)
     assert figures["isolate-followers"]["leaderless_s"] == pytest.approx(10.0)
+
+
+def test_a_campaign_reports_the_worst_figures_over_its_runs() -> None:
+    from chaos.campaign import worst
+
+    rows = [
+        {"availability": {"kill": {"without_controller_s": 5.0, "leaderless_s": 1.0}}},
+        {
+            "availability": {
+                "kill": {"without_controller_s": 2.0, "leaderless_s": 7.5},
+                "pause": {"without_controller_s": 0.0, "leaderless_s": 3.0},
+            }
+        },
+    ]
+    assert worst(rows) == {
+        "kill": {"without_controller_s": 5.0, "leaderless_s": 7.5},
+        "pause": {"without_controller_s": 0.0, "leaderless_s": 3.0},
+    }
