@@ -166,6 +166,18 @@ def replica_batches(dirs: Sequence[Path], topic: str, partition: int) -> list[Ba
 
 async def high_watermark(endpoint: tuple[str, int], topic: str, partition: int) -> int:
     """The leader's high watermark: ListOffsets' latest offset for a consumer."""
+    try:
+        return await _list_latest(endpoint, topic, partition)
+    except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+        host, port = endpoint
+        why = str(exc) or type(exc).__name__
+        raise admin.AdminError(
+            f"{topic}-{partition}: its leader at {host}:{port} does not answer ({why}); "
+            "verify once the cluster has settled"
+        ) from None
+
+
+async def _list_latest(endpoint: tuple[str, int], topic: str, partition: int) -> int:
     connection = await KafkaConnection.open(*endpoint, client_id="verify-replicas", connect_timeout=10)
     try:
         body = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import launcher
+from cluster import admin, launcher
 from cluster.verify_replicas import Batch, compare
 from protocol.record_batch import parse_batches
 from tests.support.waiting import wait_until
@@ -59,7 +59,10 @@ async def test_the_command_finds_a_replica_whose_batch_has_another_leader_epoch(
 
     # A follower whose first batch claims another leader epoch: what two leaders writing the same
     # offsets leave behind (the epoch is outside the CRC, so the batch still reads as sound).
-    victim = launcher.find(state, "broker-2")
+    async with admin.connect(state["zookeeper_connect"]) as zk:
+        (described,) = await admin.describe_topics(zk, ["t"])
+    follower = next(b for b in described.replicas if b != described.leader)
+    victim = launcher.find(state, f"broker-{follower}")
     launcher.node_action(directory, victim["name"], "kill")
     segment = next(Path(victim["config"]).parent.glob("**/t-0/*.log"))
     data = bytearray(segment.read_bytes())
