@@ -38,18 +38,12 @@ SETTINGS = FetcherSettings(
 )
 
 
-class ScriptedLeader:
-    """Answers OffsetForLeaderEpoch with the epoch's end, and Fetch from a list of partition errors,
-    then with three records once the script is exhausted."""
+class FakeLeader:
+    """A leader on a socket of its own, answering one follower's requests with ``_answer``."""
 
-    def __init__(self, fetch_errors: list[ErrorCode]) -> None:
-        self.fetch_errors = list(fetch_errors)
-        self.fetches = 0
+    def __init__(self) -> None:
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
-        self.records = with_base_offset_and_epoch(
-            build_batch([(None, b"a"), (None, b"b"), (None, b"c")], 0), 0, 3
-        )
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -57,16 +51,27 @@ class ScriptedLeader:
             conn, _ = self.server.accept()
             while True:
                 prefix = _read(conn, 4)
-                frame = prefix + _read(conn, struct.unpack(">i", prefix)[0])
-                header, body = decode_request(frame)
+                header, body = decode_request(prefix + _read(conn, struct.unpack(">i", prefix)[0]))
+                answer = self._answer(header.api_key, body)
                 conn.sendall(
-                    encode_response(
-                        header.api_key,
-                        header.api_version,
-                        header.correlation_id,
-                        self._answer(header.api_key, body),
-                    )
+                    encode_response(header.api_key, header.api_version, header.correlation_id, answer)
                 )
+
+    def _answer(self, api: int, body: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class ScriptedLeader(FakeLeader):
+    """Answers OffsetForLeaderEpoch with the epoch's end, and Fetch from a list of partition errors,
+    then with three records once the script is exhausted."""
+
+    def __init__(self, fetch_errors: list[ErrorCode]) -> None:
+        self.fetch_errors = list(fetch_errors)
+        self.fetches = 0
+        self.records = with_base_offset_and_epoch(
+            build_batch([(None, b"a"), (None, b"b"), (None, b"c")], 0), 0, 3
+        )
+        super().__init__()
 
     def _answer(self, api: int, body: dict[str, Any]) -> dict[str, Any]:
         if api == ApiKey.OFFSET_FOR_LEADER_EPOCH:
@@ -158,27 +163,14 @@ def test_a_fenced_leader_epoch_waits_for_the_next_leader_and_isr(follower: Parti
 # ---------------------------------------------------------------- divergent logs (KIP-101/279)
 
 
-class LogLeader:
+class LogLeader(FakeLeader):
     """A leader answering OffsetForLeaderEpoch and Fetch from a real log, as a broker's handlers do."""
 
     def __init__(self, log: Log, epoch: int) -> None:
         self.log, self.epoch = log, epoch
         self.asked: list[int] = []
         """The epochs the follower asked about, in order."""
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        with contextlib.suppress(OSError, ConnectionError):
-            conn, _ = self.server.accept()
-            while True:
-                prefix = _read(conn, 4)
-                header, body = decode_request(prefix + _read(conn, struct.unpack(">i", prefix)[0]))
-                answer = self._answer(header.api_key, body)
-                conn.sendall(
-                    encode_response(header.api_key, header.api_version, header.correlation_id, answer)
-                )
+        super().__init__()
 
     def _answer(self, api: int, body: dict[str, Any]) -> dict[str, Any]:
         asked = body["topics"][0]["partitions"][0]
