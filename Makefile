@@ -61,7 +61,7 @@ bench: install
 ALL_FAULTS   := kill,bounce,restart,pause,isolate,isolate-zookeeper,isolate-controller,isolate-followers,bridge,zookeeper-minority,zookeeper-restart,zookeeper-leader-kill,quorum-loss
 CHAOS_S      ?= 120
 CHAOS_SEED   ?=
-CHAOS_LAYOUT  = $(if $(filter 0,$(shell id -u)),--netns --zookeeper-nodes 3 --faults $(ALL_FAULTS),)
+CHAOS_LAYOUT  = $(if $(filter 0,$(shell id -u)),--netns --zookeeper-nodes 3 --faults $(ALL_FAULTS) --overlap 2,)
 CHAOS_ARGS    = --dir .run/chaos --start $(CHAOS_LAYOUT) --duration $(CHAOS_S) --interval 6 $(if $(CHAOS_SEED),--seed $(CHAOS_SEED),)
 
 chaos: install java

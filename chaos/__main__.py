@@ -89,6 +89,13 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--replication-factor", type=_positive(int), default=3, help="for a new topic (3)")
     go.add_argument("--seed", type=int, help="fault schedule seed (random; the run records it)")
     go.add_argument(
+        "--overlap",
+        type=_positive(int),
+        default=1,
+        help="fault loops at once: 2 or more is a mixed run whose faults overlap, never on one node, one "
+        "cut or one ZooKeeper fault (1)",
+    )
+    go.add_argument(
         "--start",
         action="store_true",
         help="start a cluster in --dir first (3 brokers, 2 controllers), stop it after",
@@ -114,6 +121,7 @@ def parser() -> argparse.ArgumentParser:
     many.add_argument("--rate", type=_positive(int), default=200, help="records produced per second (200)")
     many.add_argument("--netns", action="store_true", help="every node in its own namespace (root)")
     many.add_argument("--zookeeper-nodes", type=int, choices=(1, 3), default=1)
+    many.add_argument("--overlap", type=_positive(int), default=1, help="fault loops at once (1)")
     many.set_defaults(handler=campaign_command)
     listing = commands.add_parser("list", help="the chaos runs recorded under --dir")
     add_dir_option(listing)
@@ -146,6 +154,7 @@ def run_command(args: argparse.Namespace) -> int:
         partitions=args.partitions,
         replication_factor=args.replication_factor,
         seed=args.seed,
+        overlap=args.overlap,
     )
     started = False
     try:
@@ -183,6 +192,7 @@ def campaign_command(args: argparse.Namespace) -> int:
         faults=args.faults,
         interval_s=args.interval,
         rate=args.rate,
+        overlap=args.overlap,
     )
     try:
         result = campaign(CampaignConfig(args.dir.resolve(), args.runs, args.first_seed, layout, template))

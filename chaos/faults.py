@@ -59,20 +59,55 @@ async def stopped_within(stop: asyncio.Event, seconds: float) -> bool:
     return True
 
 
-async def fault_loop(schedule: Iterable[Step], injector: Injector, stop: asyncio.Event) -> None:
+class Lanes:
+    """What the concurrent fault loops of a mixed run hold: the nodes they have taken down, and two
+    shared tokens, ``network`` (one cut at a time) and ``zookeeper`` (one ZooKeeper fault at a time,
+    so never two quorum-breaking ones). A step finding any of its tokens held is skipped."""
+
+    def __init__(self) -> None:
+        self.held: set[str] = set()
+
+    @staticmethod
+    def tokens(step: Step) -> set[str]:
+        shared = {"network"} if step.fault in NETWORK_FAULTS else set()
+        if step.fault in ZOOKEEPER_FAULTS:
+            shared = {"zookeeper"}
+        return {step.target, *shared}
+
+    def take(self, step: Step) -> bool:
+        wanted = self.tokens(step)
+        if wanted & self.held:
+            return False
+        self.held |= wanted
+        return True
+
+    def give_back(self, step: Step) -> None:
+        self.held -= self.tokens(step)
+
+
+async def fault_loop(
+    schedule: Iterable[Step], injector: Injector, stop: asyncio.Event, lanes: Lanes | None = None
+) -> None:
     """Carry out ``schedule`` until ``stop`` is set. ``stop`` ends only the waits between faults: a
     fault in progress runs its course (a shortened pause might not outlast the session timeout) and
-    is healed, and its node is back, before the next wait; so never more than one node is down."""
+    is healed, and its node is back, before the next wait; so one loop never has more than one node
+    down. Loops sharing ``lanes`` overlap, but never on one node, one cut or one ZooKeeper fault."""
     for step in schedule:
         if await stopped_within(stop, step.wait_s):
             return
-        if not await injector.inject(step):
+        if lanes is not None and not lanes.take(step):
             continue
         try:
-            await asyncio.sleep(step.hold_s)
-        finally:  # also when cancelled (Ctrl-C): never leave a node down
-            await injector.heal(step)
-        await injector.settle(step)
+            if not await injector.inject(step):
+                continue
+            try:
+                await asyncio.sleep(step.hold_s)
+            finally:  # also when cancelled (Ctrl-C): never leave a node down
+                await injector.heal(step)
+            await injector.settle(step)
+        finally:
+            if lanes is not None:
+                lanes.give_back(step)
 
 
 def _stopped(pid: int | None) -> bool:

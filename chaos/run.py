@@ -19,7 +19,7 @@ from typing import Any
 
 from chaos import ChaosError, safety
 from chaos.availability import availability
-from chaos.faults import ClusterInjector, fault_loop
+from chaos.faults import ClusterInjector, Lanes, fault_loop
 from chaos.schedule import DEFAULT_FAULTS, FaultSchedule, nodes_of
 from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
@@ -31,6 +31,8 @@ from zkstore.aio import AsyncZooKeeper
 log = logging.getLogger("chaos.run")
 
 REPLICATED_TIMEOUT_S = 120.0
+LANE_SEED_STEP = 7919
+"""The seed of a mixed run's lane n is the run's seed plus n times this (a prime, so lanes differ)."""
 PRODUCER_STOP_TIMEOUT_S = 35.0
 
 
@@ -47,6 +49,9 @@ class RunConfig:
     replication_factor: int = 3
     seed: int | None = None
     """None picks one at random; the run records the seed it used."""
+    overlap: int = 1
+    """Fault loops running at once (``mixed``: faults overlap, never on one node, one cut or one
+    ZooKeeper fault); each has its own schedule, seeded from the run's seed."""
 
 
 @dataclass
@@ -155,14 +160,17 @@ async def run(config: RunConfig) -> RunResult:
     state = running_state(directory)
     seed = config.seed if config.seed is not None else random.randrange(2**31)
     nodes = nodes_of(state)
-    schedule = FaultSchedule(
-        nodes,
-        faults=config.faults,
-        roles=config.roles,
-        interval_s=config.interval_s,
-        seed=seed,
-        netns=launcher.network_of(state) is not None,
-    )
+    schedules = [
+        FaultSchedule(
+            nodes,
+            faults=config.faults,
+            roles=config.roles,
+            interval_s=config.interval_s,
+            seed=seed + LANE_SEED_STEP * lane,
+            netns=launcher.network_of(state) is not None,
+        )
+        for lane in range(config.overlap)
+    ]
     servers = bootstrap_servers(state)
     started = time.monotonic()
     async with admin.connect(state["zookeeper_connect"]) as zk:
@@ -183,12 +191,13 @@ async def run(config: RunConfig) -> RunResult:
                 duration_s=float(config.duration_s),
                 rate=config.rate,
                 interval_s=float(config.interval_s),
+                overlap=config.overlap,
             )
             injector = ClusterInjector(directory, events, zk, nodes)
             workload = ProducerWorkload(servers, config.topic, run_id, config.rate, history).start()
             try:
                 try:
-                    await _faults_for(config.duration_s, schedule, injector)
+                    await _faults_for(config.duration_s, schedules, injector)
                 finally:
                     await injector.heal_all()
             except BaseException:
@@ -241,15 +250,17 @@ def _daemon_lines(directory: Path, run_lines: list[dict[str, Any]]) -> list[dict
     return [line for line in read_lines(*paths) if line.get("ts", "") <= until]
 
 
-async def _faults_for(duration_s: float, schedule: FaultSchedule, injector: ClusterInjector) -> None:
-    """Start faults for ``duration_s``; one in progress then runs its course and is healed first."""
+async def _faults_for(duration_s: float, schedules: list[FaultSchedule], injector: ClusterInjector) -> None:
+    """Start faults for ``duration_s``, one loop per schedule; a fault in progress then runs its course
+    and is healed first."""
     stop = asyncio.Event()
-    faults = asyncio.create_task(fault_loop(schedule, injector, stop))
+    lanes = Lanes() if len(schedules) > 1 else None
+    loops = [asyncio.create_task(fault_loop(s, injector, stop, lanes)) for s in schedules]
     try:
-        done, _ = await asyncio.wait({faults}, timeout=duration_s)
-        if done:
-            faults.result()  # the loop only ends early by failing
+        await asyncio.wait(loops, timeout=duration_s, return_when=asyncio.FIRST_EXCEPTION)
     finally:
-        stop.set()
-        if not faults.done():
-            await faults
+        stop.set()  # every loop heals what it did before it ends
+        outcomes = await asyncio.gather(*loops, return_exceptions=True)
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    if failures:  # a loop only ends early by failing
+        raise failures[0]

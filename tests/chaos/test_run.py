@@ -28,6 +28,7 @@ FIELDS = {
         "duration_s",
         "rate",
         "interval_s",
+        "overlap",
     },
     "fault_injected": {"fault", "target", "role", "detail"},
     "fault_healed": {"fault", "target", "role"},

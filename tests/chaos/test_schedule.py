@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from chaos import ChaosError
-from chaos.faults import fault_loop
+from chaos.faults import Lanes, fault_loop
 from chaos.network import Cut, cut_plan
 from chaos.schedule import (
     FAULTS,
     KILL_DOWN_S,
+    NETWORK_FAULTS,
     ZOOKEEPER_FAULTS,
     FaultSchedule,
     Node,
@@ -221,3 +222,39 @@ def test_a_bridge_splits_the_others_in_two_and_leaves_the_target_between() -> No
     others = {n.name for n in ENSEMBLE} - {"broker-2"}
     assert set(cut.near) | set(cut.far) == others and not set(cut.near) & set(cut.far)
     assert abs(len(cut.near) - len(cut.far)) <= 1
+
+
+class OverlapInjector(RecordingInjector):
+    """Records which faults were in force at once."""
+
+    def __init__(self) -> None:
+        super().__init__(set())
+        self.now: list[Step] = []
+        self.together: list[tuple[str, ...]] = []
+
+    async def inject(self, step: Step) -> bool:
+        assert step.target not in {s.target for s in self.now}, f"{step.target} hit twice at once"
+        self.now.append(step)
+        self.together.append(tuple(sorted(s.fault for s in self.now)))
+        self.calls.append(("inject", step.target))
+        await asyncio.sleep(0)
+        return True
+
+    async def heal(self, step: Step) -> None:
+        self.now.remove(step)
+        await asyncio.sleep(0)
+
+    async def settle(self, step: Step) -> None:
+        await asyncio.sleep(0)
+
+
+async def test_mixed_loops_overlap_but_never_on_one_node_one_cut_or_one_zookeeper_fault() -> None:
+    injector = OverlapInjector()
+    lanes = Lanes()
+    schedules = [fast(FaultSchedule(ENSEMBLE, faults=FAULTS, netns=True, seed=s)) for s in (1, 2, 3)]
+    await asyncio.gather(*(fault_loop(s, injector, asyncio.Event(), lanes) for s in schedules))
+    assert any(len(t) > 1 for t in injector.together), "the loops never overlapped"
+    for faults in injector.together:
+        assert sum(f in ZOOKEEPER_FAULTS for f in faults) <= 1, faults
+        assert sum(f in NETWORK_FAULTS for f in faults) <= 1, faults
+    assert lanes.held == set(), "every token given back"
