@@ -85,6 +85,12 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--interval", type=_positive(float), default=8.0, help="mean seconds between faults (8)")
     go.add_argument("--rate", type=_positive(int), default=200, help="records produced per second (200)")
     go.add_argument("--topic", default="chaos", help="created when missing (chaos)")
+    go.add_argument(
+        "--acks1-topic",
+        default="chaos-acks1",
+        help="a second topic written with acks=1 at half the rate; its losses are reported, not failed "
+        "('' for none; chaos-acks1)",
+    )
     go.add_argument("--partitions", type=_positive(int), default=6, help="for a new topic (6)")
     go.add_argument("--replication-factor", type=_positive(int), default=3, help="for a new topic (3)")
     go.add_argument("--seed", type=int, help="fault schedule seed (random; the run records it)")
@@ -151,6 +157,7 @@ def run_command(args: argparse.Namespace) -> int:
         interval_s=args.interval,
         rate=args.rate,
         topic=args.topic,
+        acks1_topic=args.acks1_topic or None,
         partitions=args.partitions,
         replication_factor=args.replication_factor,
         seed=args.seed,
@@ -223,6 +230,11 @@ def summary(console: Console, result: RunResult) -> None:
             f"then the acknowledged one; not the cluster's fault): {_some(v.resent)}"
         )
     _control_plane(console, result)
+    if v.acked_acks1:
+        console.print(
+            f"acks=1: {v.acked_acks1} acknowledged, {len(v.lost_acks1)} not read back where acknowledged "
+            "(allowed: only the leader had them when they were acknowledged)"
+        )
     if result.crashed:
         console.print(f"[yellow]not running without a fault (see their logs)[/]: {', '.join(result.crashed)}")
     if v.ok:

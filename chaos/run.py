@@ -49,6 +49,9 @@ class RunConfig:
     replication_factor: int = 3
     seed: int | None = None
     """None picks one at random; the run records the seed it used."""
+    acks1_topic: str | None = "chaos-acks1"
+    """A second topic written with acks=1 at half the rate: its losses are reported, not failed (an
+    acks=1 record only the fenced leader had is lost, as in Kafka); None for none."""
     overlap: int = 1
     """Fault loops running at once (``mixed``: faults overlap, never on one node, one cut or one
     ZooKeeper fault); each has its own schedule, seeded from the run's seed."""
@@ -176,7 +179,11 @@ async def run(config: RunConfig) -> RunResult:
     async with admin.connect(state["zookeeper_connect"]) as zk:
         # The topic first: a run that cannot start (say, a replication factor above the brokers)
         # leaves no run directory behind for `list` and the audit.
-        partitions = await ensure_topic(state, zk, config.topic, config.partitions, config.replication_factor)
+        topics = {config.topic: "all", **({config.acks1_topic: "1"} if config.acks1_topic else {})}
+        counts = {
+            t: await ensure_topic(state, zk, t, config.partitions, config.replication_factor) for t in topics
+        }
+        partitions = counts[config.topic]
         run_id, run_dir = new_run_dir(directory)
         log.info("chaos run %s in %s (seed %d)", run_id, run_dir, seed)
         async with _logs(run_dir) as (events, history):
@@ -192,33 +199,34 @@ async def run(config: RunConfig) -> RunResult:
                 rate=config.rate,
                 interval_s=float(config.interval_s),
                 overlap=config.overlap,
+                acks1_topic=config.acks1_topic,
             )
             injector = ClusterInjector(directory, events, zk, nodes)
-            workload = ProducerWorkload(servers, config.topic, run_id, config.rate, history).start()
+            workloads = [
+                ProducerWorkload(
+                    servers,
+                    t,
+                    run_id,
+                    config.rate if acks == "all" else max(1, config.rate // 2),
+                    history,
+                    acks=acks,
+                ).start()
+                for t, acks in topics.items()
+            ]
             try:
                 try:
                     await _faults_for(config.duration_s, schedules, injector)
                 finally:
                     await injector.heal_all()
             except BaseException:
-                # The producer still stops, but a failure to stop must not hide why the run ended.
-                with contextlib.suppress(Exception):
-                    await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+                # The producers still stop, but a failure to stop must not hide why the run ended.
+                for workload in workloads:
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
                 raise
-            log.info("faults over and healed; stopping the producer")
-            await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
-            log.info("waiting until every partition of %s has its full ISR", config.topic)
-            await wait_replicated(zk, config.topic)
-            consumed = await asyncio.to_thread(
-                read_back,
-                servers,
-                config.topic,
-                history,
-                partitions=partitions,
-                acked_ends=dict(workload.acked_ends),
-            )
-            log.info("read back %d records", consumed)
-            reports = await verify_replicas.verify(launcher.load_state(directory), [config.topic])
+            log.info("faults over and healed; stopping the producers")
+            consumed = await _read_back_all(zk, servers, workloads, counts, history)
+            reports = await verify_replicas.verify(launcher.load_state(directory), list(topics))
             run_lines = list(read_lines(run_dir / "events.jsonl"))
             daemon_lines = _daemon_lines(directory, run_lines)
             figures = availability(daemon_lines, run_lines)
@@ -226,8 +234,8 @@ async def run(config: RunConfig) -> RunResult:
             events.emit(
                 "run_finished",
                 run_id=run_id,
-                acked=workload.acked,
-                failed=workload.failed,
+                acked=sum(w.acked for w in workloads),
+                failed=sum(w.failed for w in workloads),
                 consumed=consumed,
                 duration_s=round(time.monotonic() - started, 3),
             )
@@ -239,6 +247,32 @@ async def run(config: RunConfig) -> RunResult:
             for d in r.divergences
         ]
         return RunResult(run_id, run_dir, seed, verdict, injector.crashed, unsafe, inconsistent, figures)
+
+
+async def _read_back_all(
+    zk: AsyncZooKeeper,
+    servers: str,
+    workloads: list[ProducerWorkload],
+    partitions: dict[str, int],
+    history: EventLog,
+) -> int:
+    """Stop every producer, wait for each topic's full ISRs, read each topic back; records read."""
+    for workload in workloads:
+        await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+    consumed = 0
+    for workload in workloads:
+        log.info("waiting until every partition of %s has its full ISR", workload.topic)
+        await wait_replicated(zk, workload.topic)
+        consumed += await asyncio.to_thread(
+            read_back,
+            servers,
+            workload.topic,
+            history,
+            partitions=partitions[workload.topic],
+            acked_ends=dict(workload.acked_ends),
+        )
+    log.info("read back %d records", consumed)
+    return consumed
 
 
 def _daemon_lines(directory: Path, run_lines: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,11 @@ class Verdict:
     elsewhere. A value lost with another one in its place is both lost and misplaced."""
     divergent: list[Place]
     """Places read back with two different values (two reads that disagree)."""
+    acked_acks1: int = 0
+    """Values acknowledged with acks=1 (the second topic): the leader alone had them."""
+    lost_acks1: list[str] = field(default_factory=list)
+    """acks=1 values not read back where they were acknowledged: lost with a fenced leader, as acks=1
+    allows. Reported, never failing the run."""
 
     @property
     def unexplained_duplicates(self) -> list[str]:
@@ -56,13 +61,15 @@ class Verdict:
 
 def judge(lines: Iterable[Mapping[str, Any]]) -> Verdict:
     acked: dict[str, Place] = {}
+    loose: dict[str, Place] = {}
     failed = consumed = faults = 0
     found: dict[str, set[Place]] = defaultdict(set)
     at: dict[Place, set[str]] = defaultdict(set)
     for line in lines:
         kind = line.get("kind")
         if kind == "produce_acked":
-            acked[line["value"]] = (line["topic"], line["partition"], line["offset"])
+            place = (line["topic"], line["partition"], line["offset"])
+            (acked if line.get("acks", "all") == "all" else loose)[line["value"]] = place
         elif kind == "produce_failed":
             failed += 1
         elif kind == "consumed":
@@ -87,6 +94,8 @@ def judge(lines: Iterable[Mapping[str, Any]]) -> Verdict:
         resent=[v for v in duplicated if _resent(found[v], acked.get(v))],
         misplaced=misplaced,
         divergent=sorted(p for p, values in at.items() if len(values) > 1),
+        acked_acks1=len(loose),
+        lost_acks1=sorted(v for v, place in loose.items() if v not in at.get(place, ())),
     )
 
 

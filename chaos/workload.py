@@ -45,8 +45,13 @@ class ProducerWorkload:
     history's :class:`EventLog` is thread-safe anyway.
     """
 
-    def __init__(self, servers: str, topic: str, run_id: str, rate: int, history: EventLog) -> None:
+    def __init__(
+        self, servers: str, topic: str, run_id: str, rate: int, history: EventLog, *, acks: str = "all"
+    ) -> None:
         self.topic = topic
+        self.acks = acks
+        """``all``: every acknowledged record must survive. ``1``: only the leader had it when it was
+        acknowledged, so a fenced leader can take it along; its losses are reported, not failed."""
         self.run_id = run_id
         self.rate = rate
         self.history = history
@@ -60,7 +65,7 @@ class ProducerWorkload:
         self._producer = Producer(
             {
                 "bootstrap.servers": servers,
-                "acks": "all",
+                "acks": acks,
                 "enable.idempotence": False,
                 "retries": 0,
                 "linger.ms": 5,
@@ -70,7 +75,7 @@ class ProducerWorkload:
                 "logger": CLIENT_LOG,
             }
         )
-        self._thread = threading.Thread(target=self._run, name="chaos-producer", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"chaos-producer-acks-{acks}", daemon=True)
 
     def start(self) -> ProducerWorkload:
         self._thread.start()
@@ -101,7 +106,8 @@ class ProducerWorkload:
             if now < due:
                 self._producer.poll(min(due - now, 0.05))
                 continue
-            self._send(f"{self.run_id}-{self.sent:06d}")
+            prefix = self.run_id if self.acks == "all" else f"{self.run_id}-acks{self.acks}"
+            self._send(f"{prefix}-{self.sent:06d}")
             self._producer.poll(0)
 
     def _send(self, value: str) -> None:
@@ -124,6 +130,7 @@ class ProducerWorkload:
             self.history.emit(
                 "produce_acked",
                 topic=self.topic,
+                acks=self.acks,
                 partition=partition,
                 offset=message.offset(),
                 value=value,
@@ -137,6 +144,7 @@ class ProducerWorkload:
         self.history.emit(
             "produce_failed",
             topic=self.topic,
+            acks=self.acks,
             partition=partition,
             value=value,
             error=error,

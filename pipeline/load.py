@@ -83,6 +83,7 @@ FIELDS: list[tuple[str, str]] = [
     ("consumed", "bigint"),
     ("offset", "bigint"),
     ("value", "string"),
+    ("acks", "string"),
     ("latency_ms", "double"),
     (CORRUPT, "string"),
 ]

@@ -29,13 +29,14 @@ FIELDS = {
         "rate",
         "interval_s",
         "overlap",
+        "acks1_topic",
     },
     "fault_injected": {"fault", "target", "role", "detail"},
     "fault_healed": {"fault", "target", "role"},
     "run_finished": {"run_id", "acked", "failed", "consumed", "duration_s"},
     "availability": {"by_fault"},
-    "produce_acked": {"topic", "partition", "offset", "value", "latency_ms"},
-    "produce_failed": {"topic", "partition", "value", "error", "latency_ms"},
+    "produce_acked": {"topic", "acks", "partition", "offset", "value", "latency_ms"},
+    "produce_failed": {"topic", "acks", "partition", "value", "error", "latency_ms"},
     "consumed": {"topic", "partition", "offset", "value"},
 }
 """docs/events.md#chaos-kinds: every line has exactly these fields after ts, node and kind."""
@@ -136,9 +137,13 @@ def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
     for e in history:
         if e["kind"] == "consumed":
             consumed.setdefault(e["value"], set()).add((e["partition"], e["offset"]))
+    must_survive = {e["value"] for e in history if e["kind"] == "produce_acked" and e["acks"] == "all"}
     finished = events[-1]
     assert len(acked) == finished["acked"] > 1000
-    assert finished["consumed"] == sum(map(len, consumed.values())) >= len(acked)
-    assert all(place in consumed.get(value, ()) for value, place in acked.items()), "acked, not read back"
+    assert finished["consumed"] == sum(map(len, consumed.values())) >= len(must_survive)
+    assert {e["topic"] for e in history if e["kind"] == "produce_acked"} == {"chaos", "chaos-acks1"}
+    assert all(acked[v] in consumed.get(v, ()) for v in must_survive), (
+        "acknowledged with acks=all, not read back"
+    )
     processes = launcher.load_state(cluster)["processes"]
     assert all(launcher.alive(p["pid"]) and not _stopped(p["pid"]) for p in processes), "all running"

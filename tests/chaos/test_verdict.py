@@ -94,3 +94,15 @@ def test_read_lines_skips_missing_files_and_a_torn_last_line(tmp_path: Path) -> 
     history = tmp_path / "history.jsonl"
     history.write_text('{"kind":"produce_acked"}\n{"kind":"consu')
     assert list(read_lines(history, tmp_path / "missing.jsonl")) == [{"kind": "produce_acked"}]
+
+
+def test_an_acks1_record_lost_with_its_leader_is_reported_and_does_not_fail_the_run() -> None:
+    loose = [
+        {**acked("r-acks1-000000", 0, 0), "acks": "1", "topic": "chaos-acks1"},
+        {**acked("r-acks1-000001", 0, 1), "acks": "1", "topic": "chaos-acks1"},
+        {**consumed("r-acks1-000000", 0, 0), "topic": "chaos-acks1"},
+        {**consumed("other", 0, 1), "topic": "chaos-acks1"},  # the new leader wrote its own offset 1
+    ]
+    verdict = judge([acked("a", 0, 0), consumed("a", 0, 0), *loose])
+    assert verdict.ok
+    assert (verdict.acked, verdict.acked_acks1, verdict.lost_acks1) == (1, 2, ["r-acks1-000001"])

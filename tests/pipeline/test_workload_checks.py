@@ -137,3 +137,20 @@ def test_an_acknowledged_value_read_back_only_elsewhere_is_misplaced(
     assert example["rule"] == "acknowledged value read back only at another place"
     assert (example["acked_value"], example["partition"], example["offset"]) == (moved, 0, 9)
     assert example["read_at"] == {"topic": "chaos", "partition": 1, "offset": 5}
+
+
+def test_acks1_losses_are_counted_not_failed(cluster_log: ClusterLog, read: Read) -> None:
+    chaos_run(cluster_log)
+    for i, kept in ((0, True), (1, False)):
+        value = f"{RUN}-acks1-{i:06d}"
+        cluster_log.workload(
+            "produce_acked", topic="chaos-acks1", acks="1", partition=0, offset=i, value=value, latency_ms=1.0
+        )
+        cluster_log.workload(
+            "consumed", topic="chaos-acks1", partition=0, offset=i, value=value if kept else "rewritten"
+        )
+    logs = read(cluster_log)
+    lost = workload_no_loss(logs.history, logs.events)
+    assert (lost.verdict, lost.violations) == ("passed", 0)
+    assert (lost.details["acks1_acked"], lost.details["acks1_lost"]) == (2, 1)
+    assert workload_no_duplicates(logs.history).verdict == "passed"
