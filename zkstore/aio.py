@@ -30,6 +30,12 @@ __all__ = ["AsyncZooKeeper", "ConnectionEvent"]
 
 log = logging.getLogger("zkstore.aio")
 
+RECONNECT_MAX_DELAY_S = 1.0
+"""The longest wait between two attempts to reconnect. kazoo's default backs off to a minute, so a
+daemon cut off for a while learned that its session had expired (and a zombie controller that it
+was deposed) up to a minute after the network came back; a second is what Kafka's Java client
+roughly does, trying the ensemble's servers in turn."""
+
 RETRY_BACKOFF_S = 0.05
 """The pause before a request lost with the connection is sent again (kazoo holds it while it
 reconnects, so this only keeps a flapping connection from spinning)."""
@@ -65,7 +71,11 @@ class AsyncZooKeeper:
     ) -> None:
         self.hosts = hosts
         self.connect_timeout_s = connect_timeout_s
-        self.client = client or KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+        self.client = client or KazooClient(
+            hosts=hosts,
+            timeout=session_timeout_ms / 1000.0,
+            connection_retry={"max_tries": -1, "max_delay": RECONNECT_MAX_DELAY_S},
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners: list[Callable[[ConnectionEvent], None]] = []
         self._last_state: KazooState | None = None

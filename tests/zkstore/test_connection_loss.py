@@ -84,3 +84,11 @@ async def test_a_resignation_whose_reply_was_lost_counts(cut_off: CutOff) -> Non
     await wait_until(gone, what="/controller deleted")
     cut_off.cutter.cut(hold=False)
     assert await asyncio.wait_for(resigning, 30) is True
+
+
+def test_reconnection_attempts_come_at_least_every_second() -> None:
+    """kazoo's default doubles the wait between attempts up to an hour: a daemon cut off from
+    ZooKeeper for half a minute then learned of its expired session (a zombie controller that it was
+    deposed) up to half a minute after the network healed, as chaos runs showed."""
+    retry = AsyncZooKeeper("127.0.0.1:1").client._conn_retry  # the policy kazoo's connect loop uses
+    assert retry.max_tries == -1 and retry.max_delay <= 1.0
