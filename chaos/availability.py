@@ -19,6 +19,11 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from chaos.safety import fault_intervals
+
+Faults = list[tuple[datetime, datetime, str, str]]
+"""(injected, healed, fault, target), as ``chaos.safety.fault_intervals`` reads them."""
+
 DISABLING = frozenset({"kill", "bounce", "restart", "pause", "isolate", "isolate-zookeeper"})
 """Faults after which the target cannot act as controller or serve as leader."""
 
@@ -27,23 +32,8 @@ def _time(line: Mapping[str, Any]) -> datetime:
     return datetime.fromisoformat(str(line["ts"]).replace("Z", "+00:00"))
 
 
-def _faults(run_lines: list[Mapping[str, Any]]) -> list[tuple[datetime, datetime | None, str, str]]:
-    """(injected, healed or None, fault, target) for every fault of the run."""
-    out: list[tuple[datetime, datetime | None, str, str]] = []
-    for line in run_lines:
-        if line.get("kind") == "fault_injected" and line.get("fault") != "resume":
-            out.append((_time(line), None, line["fault"], line["target"]))
-        elif line.get("kind") == "fault_healed":
-            for i in range(len(out) - 1, -1, -1):
-                start, end, fault, target = out[i]
-                if end is None and fault == line["fault"] and target == line["target"]:
-                    out[i] = (start, _time(line), fault, target)
-                    break
-    return out
-
-
-def _cause(at: datetime, faults: list[tuple[datetime, datetime | None, str, str]]) -> str:
-    in_force = [f for s, e, f, _ in faults if s <= at and (e is None or at <= e)]
+def _cause(at: datetime, faults: Faults) -> str:
+    in_force = [f for s, e, f, _ in faults if s <= at <= e]
     return in_force[-1] if in_force else "none"
 
 
@@ -52,7 +42,7 @@ def availability(
 ) -> dict[str, dict[str, float]]:
     """Fault kind -> {"without_controller_s", "leaderless_s"}: the longest of each put down to it."""
     runs = sorted(run_lines, key=_time)
-    faults = _faults(runs)
+    faults = fault_intervals(runs)
     start = next((_time(r) for r in runs if r.get("kind") == "run_started"), None)
     lines = sorted(daemon_lines, key=_time)
     end = next((_time(r) for r in runs if r.get("kind") == "run_finished"), None)
@@ -76,7 +66,7 @@ def availability(
 
 def _controller_gaps(
     lines: list[Mapping[str, Any]],
-    faults: list[tuple[datetime, datetime | None, str, str]],
+    faults: Faults,
     start: datetime | None,
     end: datetime | None,
 ) -> list[tuple[datetime, datetime]]:
@@ -110,7 +100,7 @@ def _controller_gaps(
 
 def _leaderless(
     lines: list[Mapping[str, Any]],
-    faults: list[tuple[datetime, datetime | None, str, str]],
+    faults: Faults,
     end: datetime | None,
 ) -> list[tuple[datetime, datetime]]:
     """Intervals from a partition losing a working leader to a newer leader epoch being written."""

@@ -14,6 +14,7 @@ import random
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from zkstore.aio import AsyncZooKeeper
 log = logging.getLogger("chaos.run")
 
 REPLICATED_TIMEOUT_S = 120.0
+VERIFY_TIMEOUT_S = 30.0
 LANE_SEED_STEP = 7919
 """The seed of a mixed run's lane n is the run's seed plus n times this (a prime, so lanes differ)."""
 PRODUCER_STOP_TIMEOUT_S = 35.0
@@ -226,8 +228,10 @@ async def run(config: RunConfig) -> RunResult:
                 raise
             log.info("faults over and healed; stopping the producers")
             consumed = await _read_back_all(zk, servers, workloads, counts, history)
-            reports = await verify_replicas.verify(launcher.load_state(directory), list(topics))
+            reports = await _verified_replicas(directory, list(topics))
             run_lines = list(read_lines(run_dir / "events.jsonl"))
+            await _settle_after_faults(run_lines)
+            judged_at = datetime.now(UTC)
             daemon_lines = _daemon_lines(directory, run_lines)
             figures = availability(daemon_lines, run_lines)
             events.emit("availability", by_fault=figures)
@@ -240,7 +244,7 @@ async def run(config: RunConfig) -> RunResult:
                 duration_s=round(time.monotonic() - started, 3),
             )
         verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
-        unsafe = safety.violations(daemon_lines, run_lines)
+        unsafe = safety.violations(daemon_lines, run_lines, judged_at)
         inconsistent = [
             f"{d.topic}-{d.partition}: replica {d.replica} at offset {d.offset}: {d.detail}"
             for r in reports
@@ -273,6 +277,37 @@ async def _read_back_all(
         )
     log.info("read back %d records", consumed)
     return consumed
+
+
+async def _verified_replicas(
+    directory: Path, topics: list[str], timeout_s: float = VERIFY_TIMEOUT_S
+) -> list[verify_replicas.PartitionReport]:
+    """The replicas' consistency, asked again until it holds or ``timeout_s`` passed: right after the
+    last fault a leader may not answer yet (its LeaderAndIsr still on the way) or a follower may be
+    mid-truncation. What still differs at the deadline is the answer."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            reports = await verify_replicas.verify(launcher.load_state(directory), topics)
+        except admin.AdminError as exc:
+            if time.monotonic() > deadline:
+                raise
+            log.info("replica verification: %s; asking again", exc)
+        else:
+            if all(r.consistent for r in reports) or time.monotonic() > deadline:
+                return reports
+        await asyncio.sleep(1.0)
+
+
+async def _settle_after_faults(run_lines: list[dict[str, Any]]) -> None:
+    """Let ``safety.SETTLE_S`` pass since the last fault was healed, so the rule about one active
+    controller is judged on the settled cluster too."""
+    healed = [stop for _, stop, _, _ in safety.fault_intervals(run_lines) if stop != safety.NEVER]
+    if healed:
+        wait = (max(healed) - datetime.now(UTC)).total_seconds() + safety.SETTLE_S
+        if wait > 0:
+            log.info("letting the control plane settle for %.0f s after the last fault", wait)
+            await asyncio.sleep(wait)
 
 
 def _daemon_lines(directory: Path, run_lines: list[dict[str, Any]]) -> list[dict[str, Any]]:

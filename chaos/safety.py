@@ -8,8 +8,9 @@ The rules a ZooKeeper-era control plane exists to keep, whatever the faults:
   goes back (until the topic is deleted);
 - **no older controller obeyed**: no broker process applied a control request from a controller
   epoch older than one it had already applied;
-- **one active controller after healing**: 30 s after each fault was healed, exactly one
-  controller considers itself active.
+- **one active controller after healing**: 30 s after a fault was healed, exactly one controller
+  considers itself active, provided no fault was in force in those 30 s (in a mixed run, faults
+  overlap, and another fault may rightly keep the cluster unsettled).
 
 Pure: it takes the lines of the daemons' ``events.jsonl`` files and of the run's ``events.jsonl`` as
 dicts, in any order (they are sorted by time here).
@@ -19,9 +20,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+NEVER = datetime.max.replace(tzinfo=UTC)
+SELF_HEALING = frozenset({"bounce", "restart"})
 SETTLE_S = 30.0
 """How long after a fault is healed the cluster may take to have exactly one active controller."""
 
@@ -31,15 +34,18 @@ def _time(line: Mapping[str, Any]) -> datetime:
 
 
 def violations(
-    daemon_lines: Iterable[Mapping[str, Any]], run_lines: Iterable[Mapping[str, Any]]
+    daemon_lines: Iterable[Mapping[str, Any]],
+    run_lines: Iterable[Mapping[str, Any]],
+    now: datetime | None = None,
 ) -> list[str]:
-    """Every broken rule, one sentence each (empty when the run was safe)."""
+    """Every broken rule, one sentence each (empty when the run was safe). ``now``: when the logs
+    were read (the latest line's time if not given)."""
     lines = sorted(daemon_lines, key=_time)
     return [
         *one_leader_per_epoch(lines),
         *leader_epochs_grow(lines),
         *no_older_controller_obeyed(lines),
-        *one_active_controller_after_healing(lines, list(run_lines)),
+        *one_active_controller_after_healing(lines, list(run_lines), now),
     ]
 
 
@@ -96,23 +102,48 @@ def no_older_controller_obeyed(lines: Iterable[Mapping[str, Any]]) -> list[str]:
     return found
 
 
+def fault_intervals(run_lines: Iterable[Mapping[str, Any]]) -> list[tuple[datetime, datetime, str, str]]:
+    """(injected, healed, fault, target) for every fault of a run, in order. Faults that undo
+    themselves (bounce, restart) last an instant; others not healed in these lines, ``NEVER``."""
+    out: list[tuple[datetime, datetime | None, str, str]] = []
+    for line in sorted(run_lines, key=_time):
+        if line.get("kind") == "fault_injected" and line.get("fault") != "resume":
+            out.append((_time(line), None, line["fault"], line["target"]))
+        elif line.get("kind") == "fault_healed":
+            for i in range(len(out) - 1, -1, -1):
+                start, end, fault, target = out[i]
+                if end is None and fault == line["fault"] and target == line["target"]:
+                    out[i] = (start, _time(line), fault, target)
+                    break
+            else:  # its injection is not in these lines: known from its healing only
+                out.append((_time(line), _time(line), line["fault"], line["target"]))
+    return [
+        (start, end or (start if fault in SELF_HEALING else NEVER), fault, target)
+        for start, end, fault, target in out
+    ]
+
+
 def one_active_controller_after_healing(
-    lines: Iterable[Mapping[str, Any]], run_lines: Iterable[Mapping[str, Any]]
+    lines: Iterable[Mapping[str, Any]], run_lines: Iterable[Mapping[str, Any]], now: datetime | None = None
 ) -> list[str]:
-    """At each fault's healing time plus ``SETTLE_S``, exactly one controller is active in its own
-    view: elected, and neither resigned nor started again (a killed process) since."""
+    """At each quiet heal plus ``SETTLE_S``, exactly one controller is active in its own view:
+    elected, and neither resigned nor started again (a killed process) since. A heal is quiet when
+    no fault is in force in the ``SETTLE_S`` after it and the logs go on that long."""
     lines = list(lines)
     changes = [
         (_time(line), line["node"], line["kind"] == "controller_elected")
         for line in lines
         if line.get("kind") in ("controller_elected", "controller_resigned", "controller_started")
     ]
-    end = max((_time(line) for line in lines), default=None)
+    end = now or max((_time(line) for line in lines), default=None)
+    faults = fault_intervals(run_lines)
+    settle = timedelta(seconds=SETTLE_S)
     found = []
-    for healed in (line for line in run_lines if line.get("kind") == "fault_healed"):
-        at = _time(healed) + timedelta(seconds=SETTLE_S)
-        if end is not None and at > end:  # the logs stop sooner: judge the last moment they show
-            at = end
+    for healed, _, fault, target in ((e, s, f, t) for s, e, f, t in faults if e != NEVER):
+        at = healed + settle
+        quiet = not any(start <= at and stop > healed for start, stop, _, _ in faults if stop != healed)
+        if not quiet or end is None or at > end:
+            continue
         active: dict[str, bool] = {}
         for when, node, elected in changes:
             if when > at:
@@ -121,7 +152,7 @@ def one_active_controller_after_healing(
         count = sum(active.values())
         if count != 1:
             found.append(
-                f"{SETTLE_S:g} s after {healed['fault']} of {healed['target']} was healed, "
-                f"{count} controllers were active ({', '.join(n for n, a in active.items() if a) or 'none'})"
+                f"{SETTLE_S:g} s after {fault} of {target} was healed, {count} controllers were active "
+                f"({', '.join(n for n, a in active.items() if a) or 'none'})"
             )
     return found

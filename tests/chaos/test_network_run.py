@@ -44,8 +44,9 @@ def test_a_zombie_broker_and_a_zookeeper_restart_lose_nothing(
     argv = ["run", "--dir", str(cluster), "--duration", "22", "--interval", "4", "--rate", "100"]
     argv += ["--faults", "isolate-zookeeper,zookeeper-restart", "--seed", "1"]
     status = main(argv)
-    out = capsys.readouterr().out
-    assert status == 0, out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert status == 0, out + captured.err
     [run_dir] = (cluster / "chaos").iterdir()
     events = lines(run_dir / "events.jsonl")
     injected = [(e["fault"], e["target"]) for e in events if e["kind"] == "fault_injected"]

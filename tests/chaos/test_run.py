@@ -114,8 +114,9 @@ def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
     argv = ["run", "--dir", str(cluster), "--duration", "22", "--interval", "5", "--rate", "100"]
     argv += ["--faults", "bounce,kill,pause", "--targets", "broker,controller", "--seed", "38"]
     status = main(argv)
-    out = capsys.readouterr().out
-    assert status == 0, out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert status == 0, out + captured.err
     [run_dir] = (cluster / "chaos").iterdir()
     assert f"run directory: {run_dir}" in out.replace("\n", "")
 

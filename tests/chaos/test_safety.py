@@ -13,7 +13,10 @@ def at(second: int, node: str, kind: str, **fields: Any) -> dict[str, Any]:
     return {"ts": T0.format(second), "node": node, "kind": kind, **fields}
 
 
-HEALED = [at(1, "chaos", "fault_healed", fault="pause", target="broker-1", role="broker")]
+HEALED = [
+    at(0, "chaos", "fault_injected", fault="pause", target="broker-1", role="broker"),
+    at(1, "chaos", "fault_healed", fault="pause", target="broker-1", role="broker"),
+]
 ELECTED = [at(0, "controller-1", "controller_elected", controller_epoch=1), at(59, "broker-1", "registered")]
 
 
@@ -79,3 +82,13 @@ def test_no_or_two_active_controllers_after_healing() -> None:
     assert "0 controllers were active (none)" in none
     restarted = [*zombie, at(12, "controller-1", "controller_started")]
     assert violations(restarted, HEALED) == []
+
+
+def test_a_heal_followed_by_another_fault_within_the_settling_time_is_not_judged() -> None:
+    """In a mixed run, faults overlap: 30 s after a heal, another fault may rightly keep a zombie."""
+    zombie = [*ELECTED, at(10, "controller-2", "controller_elected", controller_epoch=2)]
+    busy = [
+        *HEALED,
+        at(20, "chaos", "fault_injected", fault="isolate", target="controller-1", role="controller"),
+    ]
+    assert violations(zombie, busy) == []
