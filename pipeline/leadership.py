@@ -1,4 +1,5 @@
-"""Partition leadership audits: one leader per leader epoch, and leader epochs that only grow.
+"""Fencing audits: one leader per leader epoch, leader epochs that only grow, and no broker obeying a
+controller older than one it already obeyed.
 
 A zombie leader keeps the epoch it was given; a new leader always gets a higher one. So two brokers
 taking leadership of one partition in the same epoch, or a controller writing a lower epoch than
@@ -62,3 +63,39 @@ def leader_epochs_grow(events: DataFrame) -> CheckResult:
     if not counts["changes"]:
         return skipped(EPOCHS_GROW, "no leader_and_isr_change event")
     return from_violations(EPOCHS_GROW, counts["changes"], violations, ["ts"], count=counts["violations"])
+
+
+OLDER_CONTROLLER = "no_older_controller_obeyed"
+
+
+def no_older_controller_obeyed(events: DataFrame) -> CheckResult:
+    """No broker process applied a control request from a controller epoch older than one it had
+    already applied: a deposed controller's requests must find every broker that heard from its
+    successor closed to them. A broker that starts again (``broker_started``) knows no epoch yet."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rows = events.filter(
+        (F.col("kind") == "broker_started")
+        | (
+            (F.col("kind") == "control_request_handled")
+            & (F.col("error") == "NONE")
+            & F.col("controller_epoch").isNotNull()
+        )
+    ).withColumn("started", (F.col("kind") == "broker_started").cast("int"))
+    so_far = Window.partitionBy("node").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    applied = rows.withColumn("generation", F.sum("started").over(so_far)).filter(F.col("started") == 0)
+    before = (
+        Window.partitionBy("node", "generation").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, -1)
+    )
+    violations = (
+        applied.withColumn("highest_before", F.max("controller_epoch").over(before))
+        .filter(F.col("controller_epoch") < F.col("highest_before"))
+        .select("ts", "node", "api", "correlation_id", "controller_id", "controller_epoch", "highest_before")
+    )
+    counts = tally({"applied": applied, "violations": violations})
+    if not counts["applied"]:
+        return skipped(OLDER_CONTROLLER, "no applied control request")
+    return from_violations(
+        OLDER_CONTROLLER, counts["applied"], violations, ["ts", "node"], count=counts["violations"]
+    )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.checks import broker_epochs_increase, one_controller_per_epoch, stale_requests_rejected
 from pipeline.isr import ineligible_never_in_isr
-from pipeline.leadership import leader_epochs_grow, one_leader_per_leader_epoch
+from pipeline.leadership import leader_epochs_grow, no_older_controller_obeyed, one_leader_per_leader_epoch
 from pipeline.load import Inputs, load
 from pipeline.result import CheckResult
 from pipeline.stats import statistics
@@ -35,6 +35,7 @@ def audit(spark: SparkSession, inputs: Inputs, run: str | None = None) -> dict[s
             ineligible_never_in_isr(events),
             one_leader_per_leader_epoch(events),
             leader_epochs_grow(events),
+            no_older_controller_obeyed(events),
             workload_no_loss(history, events),
             workload_no_duplicates(history),
         ]

@@ -106,6 +106,7 @@ def test_a_failed_check_exits_1_and_the_report_is_written_and_printed(audited: d
         "ineligible_never_in_isr": "passed",
         "one_leader_per_leader_epoch": "skipped",
         "leader_epochs_grow": "passed",
+        "no_older_controller_obeyed": "passed",
         "workload_no_loss": "failed",
         "workload_no_duplicates": "passed",
     }

@@ -367,3 +367,21 @@ def test_two_brokers_leading_one_leader_epoch_fail(cluster_log: ClusterLog, read
     result = one_leader_per_leader_epoch(read(broken(cluster_log, damage)).events)
     assert (result.verdict, result.checked, result.violations) == ("failed", 2, 1)
     assert result.examples[0]["nodes"] == ["broker-2", "broker-3"]
+
+
+def test_a_broker_obeying_an_older_controller_fails_unless_it_started_again_between(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    from pipeline.leadership import no_older_controller_obeyed
+
+    def damage(log: ClusterLog) -> None:
+        log.handled(1, 10, max_broker_epoch=10, controller_epoch=3)
+        log.handled(1, 10, max_broker_epoch=10, controller_epoch=2)  # a deposed controller obeyed
+        log.handled(1, 10, max_broker_epoch=10, controller_epoch=1, error="STALE_CONTROLLER_EPOCH")
+        log.emit("broker-2", "broker_started", broker_id=2, broker_epoch=60)
+        log.handled(2, 60, max_broker_epoch=60, controller_epoch=1)  # a new process knows no epoch yet
+
+    result = no_older_controller_obeyed(read(broken(cluster_log, damage)).events)
+    assert (result.verdict, result.violations) == ("failed", 1)
+    (example,) = result.examples
+    assert (example["node"], example["controller_epoch"], example["highest_before"]) == ("broker-1", 2, 3)
