@@ -84,6 +84,9 @@ FIELDS: list[tuple[str, str]] = [
     ("offset", "bigint"),
     ("value", "string"),
     ("acks", "string"),
+    ("partitions", "bigint"),
+    ("consistent", "bigint"),
+    ("divergences", "array<string>"),
     ("latency_ms", "double"),
     (CORRUPT, "string"),
 ]

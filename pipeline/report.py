@@ -13,7 +13,7 @@ from pipeline.leadership import leader_epochs_grow, no_older_controller_obeyed, 
 from pipeline.load import Inputs, load
 from pipeline.result import CheckResult
 from pipeline.stats import statistics
-from pipeline.workload import workload_no_duplicates, workload_no_loss
+from pipeline.workload import replicas_consistent, workload_no_duplicates, workload_no_loss
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,6 +38,7 @@ def audit(spark: SparkSession, inputs: Inputs, run: str | None = None) -> dict[s
             no_older_controller_obeyed(events),
             workload_no_loss(history, events),
             workload_no_duplicates(history),
+            replicas_consistent(events),
         ]
         stats = statistics(events, history)
     finally:

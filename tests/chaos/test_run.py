@@ -35,6 +35,7 @@ FIELDS = {
     "fault_healed": {"fault", "target", "role"},
     "run_finished": {"run_id", "acked", "failed", "consumed", "duration_s"},
     "availability": {"by_fault"},
+    "replicas_verified": {"partitions", "consistent", "divergences"},
     "produce_acked": {"topic", "acks", "partition", "offset", "value", "latency_ms"},
     "produce_failed": {"topic", "acks", "partition", "value", "error", "latency_ms"},
     "consumed": {"topic", "partition", "offset", "value"},

@@ -154,3 +154,17 @@ def test_acks1_losses_are_counted_not_failed(cluster_log: ClusterLog, read: Read
     assert (lost.verdict, lost.violations) == ("passed", 0)
     assert (lost.details["acks1_acked"], lost.details["acks1_lost"]) == (2, 1)
     assert workload_no_duplicates(logs.history).verdict == "passed"
+
+
+def test_a_run_that_found_a_diverging_replica_fails_replicas_consistent(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    from pipeline.workload import replicas_consistent
+
+    chaos_run(cluster_log)
+    cluster_log.chaos(
+        "replicas_verified", partitions=6, consistent=5, divergences=["chaos-1: replica 2 at offset 40"]
+    )
+    result = replicas_consistent(read(cluster_log).events)
+    assert (result.verdict, result.checked, result.violations) == ("failed", 6, 1)
+    assert result.examples[0]["divergence"] == "chaos-1: replica 2 at offset 40"
