@@ -19,17 +19,13 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from chaos.safety import fault_intervals
+from chaos.safety import event_time, fault_intervals
 
 Faults = list[tuple[datetime, datetime, str, str]]
 """(injected, healed, fault, target), as ``chaos.safety.fault_intervals`` reads them."""
 
 DISABLING = frozenset({"kill", "bounce", "restart", "pause", "isolate", "isolate-zookeeper"})
 """Faults after which the target cannot act as controller or serve as leader."""
-
-
-def _time(line: Mapping[str, Any]) -> datetime:
-    return datetime.fromisoformat(str(line["ts"]).replace("Z", "+00:00"))
 
 
 def _cause(at: datetime, faults: Faults) -> str:
@@ -41,13 +37,13 @@ def availability(
     daemon_lines: Iterable[Mapping[str, Any]], run_lines: Iterable[Mapping[str, Any]]
 ) -> dict[str, dict[str, float]]:
     """Fault kind -> {"without_controller_s", "leaderless_s"}: the longest of each put down to it."""
-    runs = sorted(run_lines, key=_time)
+    runs = sorted(run_lines, key=event_time)
     faults = fault_intervals(runs)
-    start = next((_time(r) for r in runs if r.get("kind") == "run_started"), None)
-    lines = sorted(daemon_lines, key=_time)
-    end = next((_time(r) for r in runs if r.get("kind") == "run_finished"), None)
+    start = next((event_time(r) for r in runs if r.get("kind") == "run_started"), None)
+    lines = sorted(daemon_lines, key=event_time)
+    end = next((event_time(r) for r in runs if r.get("kind") == "run_finished"), None)
     if end is None:  # still running: up to the latest line
-        end = max((_time(x) for x in (*lines, *runs)), default=None)
+        end = max((event_time(x) for x in (*lines, *runs)), default=None)
     report: dict[str, dict[str, float]] = {
         fault: {"without_controller_s": 0.0, "leaderless_s": 0.0} for _, _, fault, _ in faults
     }
@@ -71,7 +67,7 @@ def _controller_gaps(
     end: datetime | None,
 ) -> list[tuple[datetime, datetime]]:
     changes: list[tuple[datetime, str, bool]] = [
-        (_time(line), line["node"], line["kind"] == "controller_elected")
+        (event_time(line), line["node"], line["kind"] == "controller_elected")
         for line in lines
         if line.get("kind") in ("controller_elected", "controller_resigned", "controller_started")
     ]
@@ -105,7 +101,7 @@ def _leaderless(
 ) -> list[tuple[datetime, datetime]]:
     """Intervals from a partition losing a working leader to a newer leader epoch being written."""
     events: list[tuple[datetime, int, Mapping[str, Any]]] = [
-        (_time(line), 1, line) for line in lines if line.get("kind") == "leader_and_isr_change"
+        (event_time(line), 1, line) for line in lines if line.get("kind") == "leader_and_isr_change"
     ]
     events += [
         (s, 0, {"fault": fault, "target": target}) for s, _, fault, target in faults if fault in DISABLING

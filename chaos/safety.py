@@ -29,7 +29,8 @@ SETTLE_S = 30.0
 """How long after a fault is healed the cluster may take to have exactly one active controller."""
 
 
-def _time(line: Mapping[str, Any]) -> datetime:
+def event_time(line: Mapping[str, Any]) -> datetime:
+    """A log line's ``ts`` as an aware datetime."""
     return datetime.fromisoformat(str(line["ts"]).replace("Z", "+00:00"))
 
 
@@ -40,7 +41,7 @@ def violations(
 ) -> list[str]:
     """Every broken rule, one sentence each (empty when the run was safe). ``now``: when the logs
     were read (the latest line's time if not given)."""
-    lines = sorted(daemon_lines, key=_time)
+    lines = sorted(daemon_lines, key=event_time)
     return [
         *one_leader_per_epoch(lines),
         *leader_epochs_grow(lines),
@@ -106,17 +107,17 @@ def fault_intervals(run_lines: Iterable[Mapping[str, Any]]) -> list[tuple[dateti
     """(injected, healed, fault, target) for every fault of a run, in order. Faults that undo
     themselves (bounce, restart) last an instant; others not healed in these lines, ``NEVER``."""
     out: list[tuple[datetime, datetime | None, str, str]] = []
-    for line in sorted(run_lines, key=_time):
+    for line in sorted(run_lines, key=event_time):
         if line.get("kind") == "fault_injected" and line.get("fault") != "resume":
-            out.append((_time(line), None, line["fault"], line["target"]))
+            out.append((event_time(line), None, line["fault"], line["target"]))
         elif line.get("kind") == "fault_healed":
             for i in range(len(out) - 1, -1, -1):
                 start, end, fault, target = out[i]
                 if end is None and fault == line["fault"] and target == line["target"]:
-                    out[i] = (start, _time(line), fault, target)
+                    out[i] = (start, event_time(line), fault, target)
                     break
             else:  # its injection is not in these lines: known from its healing only
-                out.append((_time(line), _time(line), line["fault"], line["target"]))
+                out.append((event_time(line), event_time(line), line["fault"], line["target"]))
     return [
         (start, end or (start if fault in SELF_HEALING else NEVER), fault, target)
         for start, end, fault, target in out
@@ -131,11 +132,11 @@ def one_active_controller_after_healing(
     no fault is in force in the ``SETTLE_S`` after it and the logs go on that long."""
     lines = list(lines)
     changes = [
-        (_time(line), line["node"], line["kind"] == "controller_elected")
+        (event_time(line), line["node"], line["kind"] == "controller_elected")
         for line in lines
         if line.get("kind") in ("controller_elected", "controller_resigned", "controller_started")
     ]
-    end = now or max((_time(line) for line in lines), default=None)
+    end = now or max((event_time(line) for line in lines), default=None)
     faults = fault_intervals(run_lines)
     settle = timedelta(seconds=SETTLE_S)
     found = []
