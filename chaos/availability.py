@@ -3,11 +3,12 @@
 From the daemons' event logs and the run's faults (pure: lines as dicts):
 
 - **without a controller**: no controller is active. A controller is active from its
-  ``controller_elected`` until it resigns or starts again, and also stops counting as active the moment
-  a fault takes it down or cuts it off (kill, bounce, restart, pause, isolate, isolate-zookeeper),
-  since from then on it cannot act, though it does not know it yet;
+  ``controller_elected`` until it resigns or starts again, except while a fault holds it down or cuts
+  it off (kill, bounce, restart, pause, isolate, isolate-zookeeper): then it cannot act, though it
+  does not know it yet;
 - **leaderless**: a partition whose state names no leader (-1), or whose leader a fault took down or
-  cut off, until a controller writes a newer leader epoch for it (or names a leader again).
+  cut off, until a controller writes a newer leader epoch for it, or the fault is healed with that
+  leader still in place.
 
 Each interval is put down to the fault in force when it began (``none`` when no fault was), and the
 longest per fault kind is reported.
@@ -24,7 +25,11 @@ from chaos.safety import event_time, fault_intervals
 Faults = list[tuple[datetime, datetime, str, str]]
 """(injected, healed, fault, target), as ``chaos.safety.fault_intervals`` reads them."""
 
-DISABLING = frozenset({"kill", "bounce", "restart", "pause", "isolate", "isolate-zookeeper"})
+ENDING = frozenset({"kill", "bounce", "restart"})
+"""Faults that end the target's process: whatever it believed goes with it."""
+HOLDING = frozenset({"pause", "isolate", "isolate-zookeeper"})
+"""Faults that hold the target down or cut it off until healed; its session may outlive them."""
+DISABLING = ENDING | HOLDING
 """Faults after which the target cannot act as controller or serve as leader."""
 
 
@@ -66,22 +71,32 @@ def _controller_gaps(
     start: datetime | None,
     end: datetime | None,
 ) -> list[tuple[datetime, datetime]]:
-    changes: list[tuple[datetime, str, bool]] = [
-        (event_time(line), line["node"], line["kind"] == "controller_elected")
+    """Intervals in which no controller was active: one that believes itself active (elected, and
+    not resigned or started again since) and that no fault holds down or cuts off right then. A
+    controller whose session outlived the fault (a cut shorter than the session, or a quorum loss
+    meanwhile) counts again once the fault is healed."""
+    changes: list[tuple[datetime, str, str]] = [
+        (event_time(line), line["node"], "believes" if line["kind"] == "controller_elected" else "doubts")
         for line in lines
         if line.get("kind") in ("controller_elected", "controller_resigned", "controller_started")
     ]
     controllers = {node for _, node, _ in changes}
-    changes += [
-        (s, target, False) for s, _, fault, target in faults if fault in DISABLING and target in controllers
-    ]
+    for began, healed, fault, target in faults:
+        if fault in ENDING and target in controllers:
+            changes.append((began, target, "doubts"))
+        elif fault in HOLDING and target in controllers:
+            changes += [(began, target, "held"), (healed, target, "freed")]
     changes.sort(key=lambda c: c[0])
-    active: dict[str, bool] = {}
+    believes: dict[str, bool] = {}
+    held: dict[str, bool] = {}
     gaps: list[tuple[datetime, datetime]] = []
     gap_began: datetime | None = None
-    for when, node, elected in changes:
-        active[node] = elected
-        none = not any(active.values())
+    for when, node, change in changes:
+        if change in ("believes", "doubts"):
+            believes[node] = change == "believes"
+        else:
+            held[node] = change == "held"
+        none = not any(b and not held.get(n, False) for n, b in believes.items())
         if none and gap_began is None:
             gap_began = when
         elif not none and gap_began is not None:
@@ -99,35 +114,57 @@ def _leaderless(
     faults: Faults,
     end: datetime | None,
 ) -> list[tuple[datetime, datetime]]:
-    """Intervals from a partition losing a working leader to a newer leader epoch being written."""
-    events: list[tuple[datetime, int, Mapping[str, Any]]] = [
-        (event_time(line), 1, line) for line in lines if line.get("kind") == "leader_and_isr_change"
-    ]
-    events += [
-        (s, 0, {"fault": fault, "target": target}) for s, _, fault, target in faults if fault in DISABLING
-    ]
-    events.sort(key=lambda e: (e[0], e[1]))
-    state: dict[tuple[str, int], tuple[int, int]] = {}
-    """partition -> (leader broker id, leader epoch) as last written."""
-    lost: dict[tuple[str, int], tuple[datetime, int]] = {}
-    """partition -> (since when, the leader epoch in force then) for partitions without a working leader."""
-    out: list[tuple[datetime, datetime]] = []
-    for when, order, item in events:
-        if order == 0:  # a fault: partitions led by its target lose their leader now
-            target = str(item["target"])
-            if target.startswith("broker-"):
-                victim = int(target.rsplit("-", 1)[1])
-                for tp, (leader, epoch) in state.items():
-                    if leader == victim and tp not in lost:
-                        lost[tp] = (when, epoch)
-            continue
-        tp = (item["topic"], item["partition"])
-        leader, epoch = item["leader"], item["leader_epoch"]
-        if tp in lost and leader >= 0 and epoch > lost[tp][1]:
-            out.append((lost.pop(tp)[0], when))
-        if leader < 0 and tp not in lost:
-            lost[tp] = (when, epoch)
-        state[tp] = (leader, epoch)
+    """Intervals from a partition losing a working leader to a newer leader epoch being written, or
+    to a holding fault being healed with the same leader still in place (its session outlived it)."""
+    tracker = _Leadership()
+    for when, order, item in _leadership_events(lines, faults):
+        if order == 0:
+            tracker.taken_down(item["victim"], when)
+        elif order == 1:
+            tracker.back(item["back"], when)
+        else:
+            tracker.written((item["topic"], item["partition"]), item["leader"], item["leader_epoch"], when)
     if end is not None:
-        out += [(since, end) for since, _ in lost.values()]
-    return out
+        tracker.out += [(since, end) for since, _ in tracker.lost.values()]
+    return tracker.out
+
+
+def _leadership_events(
+    lines: list[Mapping[str, Any]], faults: Faults
+) -> list[tuple[datetime, int, Mapping[str, Any]]]:
+    """Writes (order 2), brokers taken down (0) and brokers back from a holding fault (1), in time."""
+    events: list[tuple[datetime, int, Mapping[str, Any]]] = [
+        (event_time(line), 2, line) for line in lines if line.get("kind") == "leader_and_isr_change"
+    ]
+    for began, healed, fault, target in faults:
+        if fault in DISABLING and target.startswith("broker-"):
+            victim = int(target.rsplit("-", 1)[1])
+            events.append((began, 0, {"victim": victim}))
+            if fault in HOLDING:
+                events.append((healed, 1, {"back": victim}))
+    return sorted(events, key=lambda e: (e[0], e[1]))
+
+
+class _Leadership:
+    def __init__(self) -> None:
+        self.state: dict[tuple[str, int], tuple[int, int]] = {}
+        """partition -> (leader broker id, leader epoch) as last written."""
+        self.lost: dict[tuple[str, int], tuple[datetime, int]] = {}
+        """partition -> (since when, the leader epoch then), for partitions without a working leader."""
+        self.out: list[tuple[datetime, datetime]] = []
+
+    def taken_down(self, victim: int, when: datetime) -> None:
+        for tp, (leader, epoch) in self.state.items():
+            if leader == victim and tp not in self.lost:
+                self.lost[tp] = (when, epoch)
+
+    def back(self, broker: int, when: datetime) -> None:
+        for tp in [tp for tp, (_, epoch) in self.lost.items() if self.state.get(tp) == (broker, epoch)]:
+            self.out.append((self.lost.pop(tp)[0], when))
+
+    def written(self, tp: tuple[str, int], leader: int, epoch: int, when: datetime) -> None:
+        if tp in self.lost and leader >= 0 and epoch > self.lost[tp][1]:
+            self.out.append((self.lost.pop(tp)[0], when))
+        if leader < 0 and tp not in self.lost:
+            self.lost[tp] = (when, epoch)
+        self.state[tp] = (leader, epoch)

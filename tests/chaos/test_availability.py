@@ -88,3 +88,19 @@ def test_a_campaign_reports_the_worst_figures_over_its_runs() -> None:
         "kill": {"without_controller_s": 5.0, "leaderless_s": 7.5},
         "pause": {"without_controller_s": 0.0, "leaderless_s": 3.0},
     }
+
+
+def test_a_controller_and_a_leader_whose_sessions_outlived_a_cut_count_again_once_it_is_healed() -> None:
+    """A cut shorter than the session (or a quorum loss meanwhile) leaves them in place: what they
+    could not do ends with the fault, not with the run."""
+    daemons = [at(0, "controller-1", "controller_elected"), change(2, 1, 0), at(50, "broker-9", "noise")]
+    run = [
+        *RUN,
+        at(10, "chaos", "fault_injected", fault="isolate-zookeeper", target="controller-1"),
+        at(14, "chaos", "fault_healed", fault="isolate-zookeeper", target="controller-1"),
+        at(20, "chaos", "fault_injected", fault="isolate", target="broker-1"),
+        at(25, "chaos", "fault_healed", fault="isolate", target="broker-1"),
+    ]
+    figures = availability(daemons, run)
+    assert figures["isolate-zookeeper"]["without_controller_s"] == pytest.approx(4.0)
+    assert figures["isolate"]["leaderless_s"] == pytest.approx(5.0)
