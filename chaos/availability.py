@@ -7,8 +7,8 @@ From the daemons' event logs and the run's faults (pure: lines as dicts):
   it off (kill, bounce, restart, pause, isolate, isolate-zookeeper): then it cannot act, though it
   does not know it yet;
 - **leaderless**: a partition whose state names no leader (-1), or whose leader a fault took down or
-  cut off, until a controller writes a newer leader epoch for it, or the fault is healed with that
-  leader still in place.
+  cut off, until a controller writes a newer leader epoch for it, a broker takes its leadership again
+  (``become_leader``), or the fault is healed with that leader still in place.
 
 Each interval is put down to the fault in force when it began (``none`` when no fault was), and the
 longest per fault kind is reported.
@@ -122,6 +122,8 @@ def _leaderless(
             tracker.taken_down(item["victim"], when)
         elif order == 1:
             tracker.back(item["back"], when)
+        elif item["kind"] == "become_leader":
+            tracker.led((item["topic"], item["partition"]), item["leader_epoch"], when)
         else:
             tracker.written((item["topic"], item["partition"]), item["leader"], item["leader_epoch"], when)
     if end is not None:
@@ -132,9 +134,12 @@ def _leaderless(
 def _leadership_events(
     lines: list[Mapping[str, Any]], faults: Faults
 ) -> list[tuple[datetime, int, Mapping[str, Any]]]:
-    """Writes (order 2), brokers taken down (0) and brokers back from a holding fault (1), in time."""
+    """Writes and brokers taking leadership (order 2), brokers taken down (0) and brokers back from a
+    holding fault (1), in time."""
     events: list[tuple[datetime, int, Mapping[str, Any]]] = [
-        (event_time(line), 2, line) for line in lines if line.get("kind") == "leader_and_isr_change"
+        (event_time(line), 2, line)
+        for line in lines
+        if line.get("kind") in ("leader_and_isr_change", "become_leader")
     ]
     for began, healed, fault, target in faults:
         if fault in DISABLING and target.startswith("broker-"):
@@ -160,6 +165,12 @@ class _Leadership:
 
     def back(self, broker: int, when: datetime) -> None:
         for tp in [tp for tp, (_, epoch) in self.lost.items() if self.state.get(tp) == (broker, epoch)]:
+            self.out.append((self.lost.pop(tp)[0], when))
+
+    def led(self, tp: tuple[str, int], epoch: int, when: datetime) -> None:
+        """A broker took leadership of ``tp`` in ``epoch``: a new controller's failover hands a
+        restarted leader its partitions back in the epoch they had, with no newer one written."""
+        if tp in self.lost and epoch >= self.lost[tp][1] and when > self.lost[tp][0]:
             self.out.append((self.lost.pop(tp)[0], when))
 
     def written(self, tp: tuple[str, int], leader: int, epoch: int, when: datetime) -> None:

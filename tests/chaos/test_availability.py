@@ -104,3 +104,16 @@ def test_a_controller_and_a_leader_whose_sessions_outlived_a_cut_count_again_onc
     figures = availability(daemons, run)
     assert figures["isolate-zookeeper"]["without_controller_s"] == pytest.approx(4.0)
     assert figures["isolate"]["leaderless_s"] == pytest.approx(5.0)
+
+
+def test_a_bounced_leader_handed_its_partitions_back_at_failover_is_working_again() -> None:
+    """A new controller does not see a bounce it missed: its failover sends the restarted broker its
+    partitions in the epoch they had, and no newer epoch is written."""
+    daemons = [
+        at(0, "controller-1", "controller_elected"),
+        change(2, 3, 4),
+        at(20, "controller-2", "controller_elected"),
+        at(21, "broker-3", "become_leader", topic="t", partition=0, leader=3, leader_epoch=4),
+    ]
+    run = [*RUN, at(10, "chaos", "fault_injected", fault="bounce", target="broker-3")]
+    assert availability(daemons, run)["bounce"]["leaderless_s"] == pytest.approx(11.0)
