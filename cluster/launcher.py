@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ from zkstore.local_server import (
 )
 
 STATE_FILE = "cluster.json"
+_STATE_LOCK = threading.Lock()
+"""Held while ``cluster.json`` is read, changed and written back by a node action."""
 STATE_VERSION = 1
 STOP_TIMEOUT_S = 60.0
 DEFAULT_DIR = Path(".run") / "cluster"
@@ -428,7 +431,7 @@ def node_action(directory: Path, name: str, action: str) -> dict[str, Any]:
     state = load_state(directory)
     entry = find(state, name)
     if entry["role"] == "zookeeper":
-        return _zookeeper_action(directory, state, entry, action)
+        return _zookeeper_action(directory, entry, action)
     if action == "kill":
         signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
     elif action == "restart":
@@ -439,20 +442,29 @@ def node_action(directory: Path, name: str, action: str) -> dict[str, Any]:
         entry["pid"] = spawn(entry)
     else:
         raise ClusterError(f"unknown action {action!r}")
-    save_state(directory, state)
+    record_pids(directory, {name: entry["pid"]})
     return entry
 
 
-def _zookeeper_action(
-    directory: Path, state: dict[str, Any], entry: dict[str, Any], action: str
-) -> dict[str, Any]:
+def record_pids(directory: Path, pids: dict[str, int | None]) -> None:
+    """Write nodes' new pids into ``cluster.json``, reading it afresh under a lock: faults running
+    at once (a mixed chaos run) each change their own node, and none may undo another's change, or
+    ``down`` would not find a process to stop."""
+    with _STATE_LOCK:
+        state = load_state(directory)
+        for entry in state["processes"]:
+            if entry["name"] in pids:
+                entry["pid"] = pids[entry["name"]]
+        save_state(directory, state)
+
+
+def _zookeeper_action(directory: Path, entry: dict[str, Any], action: str) -> dict[str, Any]:
     if action not in ("kill", "bounce", "restart"):
         raise ClusterError(f"unknown action {action!r}")
     if action == "restart":
         stop_node(entry, timeout=15)
     else:
         signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
-    save_state(directory, state)
     if action != "kill":
         start_zookeeper(directory, [entry["name"]])
     return find(load_state(directory), entry["name"])
@@ -468,16 +480,15 @@ def start_zookeeper(directory: Path, names: list[str]) -> None:
         prefix = ["ip", "netns", "exec", entry["netns"]] if entry.get("netns") else []
         node = ZooKeeperProcess.from_config(Path(entry["config"]), name=name, command_prefix=prefix)
         node.start()
-        started.append((entry, node))
-    for entry, node in started:
+        node.detach()
+        started.append((name, node))
+    record_pids(directory, {name: node.pid for name, node in started})
+    for name, node in started:
         try:
             node.wait_until_serving(modes=("leader", "follower", "standalone"))
         except ZooKeeperStartError as exc:
             node.kill()
-            raise ClusterError(f"{entry['name']} did not come back: {exc}") from None
-        node.detach()
-        entry["pid"] = node.pid
-    save_state(directory, state)
+            raise ClusterError(f"{name} did not come back: {exc}") from None
 
 
 def zookeeper_leader(state: dict[str, Any]) -> str | None:
