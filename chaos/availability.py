@@ -21,12 +21,11 @@ from datetime import datetime
 from typing import Any
 
 from chaos.safety import event_time, fault_intervals
+from chaos.schedule import ENDING
 
 Faults = list[tuple[datetime, datetime, str, str]]
 """(injected, healed, fault, target), as ``chaos.safety.fault_intervals`` reads them."""
 
-ENDING = frozenset({"kill", "bounce", "restart"})
-"""Faults that end the target's process: whatever it believed goes with it."""
 HOLDING = frozenset({"pause", "isolate", "isolate-zookeeper"})
 """Faults that hold the target down or cut it off until healed; its session may outlive them."""
 DISABLING = ENDING | HOLDING

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from kazoo.exceptions import KazooException
 
 from chaos.network import NetworkFaults
-from chaos.schedule import EXPIRING, NETWORK_FAULTS, ZOOKEEPER_FAULTS, Node, Step
+from chaos.schedule import ENDING, EXPIRING, NETWORK_FAULTS, ZOOKEEPER_FAULTS, Node, Step
 from chaos.zookeeper_faults import ZooKeeperFaults
 from cluster import admin, launcher
 from daemon.eventlog import EventLog
@@ -69,10 +69,11 @@ class Lanes:
 
     @staticmethod
     def tokens(step: Step) -> set[str]:
-        shared = {"network"} if step.fault in NETWORK_FAULTS else set()
+        if step.fault in NETWORK_FAULTS:
+            return {step.target, "network"}
         if step.fault in ZOOKEEPER_FAULTS:
-            shared = {"zookeeper"}
-        return {step.target, *shared}
+            return {step.target, "zookeeper"}
+        return {step.target}
 
     def take(self, step: Step) -> bool:
         wanted = self.tokens(step)
@@ -145,7 +146,7 @@ class ClusterInjector:
     async def inject(self, step: Step) -> bool:
         entry = self._entry(step.target)
         pid = entry.get("pid")
-        renews = step.fault in ("kill", "bounce", "restart")
+        renews = step.fault in ENDING
         if entry["role"] == "broker" and (renews or step.fault in EXPIRING):
             self._epochs[step.target] = await self._broker_epoch(entry["id"])
         elif entry["role"] == "controller" and renews:

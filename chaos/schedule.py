@@ -17,6 +17,8 @@ from chaos import ChaosError
 from daemon.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ConfigError, parse_properties
 
 PROCESS_FAULTS = ("kill", "bounce", "restart", "pause")
+ENDING = frozenset({"kill", "bounce", "restart"})
+"""Faults that end the target's process: it comes back as a new one (a broker with a new epoch)."""
 NETWORK_FAULTS = (
     "isolate",
     "isolate-zookeeper",

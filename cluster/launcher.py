@@ -364,10 +364,16 @@ async def _any_failover(controllers: list[ControllerProcess], timeout: float = 6
 
 def spawn(entry: dict[str, Any]) -> int:
     """Start a daemon again from its entry (same config, ports and directories); returns the new pid."""
-    prefix = ["ip", "netns", "exec", entry["netns"]] if entry.get("netns") else []
     with open(entry["log"], "ab") as log:
         child = subprocess.Popen(
-            [*prefix, sys.executable, "-m", entry["module"], "--config", entry["config"]],
+            [
+                *netns.exec_in(entry.get("netns")),
+                sys.executable,
+                "-m",
+                entry["module"],
+                "--config",
+                entry["config"],
+            ],
             cwd=REPO,
             env={k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")},
             stdout=log,
@@ -477,7 +483,7 @@ def start_zookeeper(directory: Path, names: list[str]) -> None:
     started = []
     for name in names:
         entry = find(state, name)
-        prefix = ["ip", "netns", "exec", entry["netns"]] if entry.get("netns") else []
+        prefix = netns.exec_in(entry.get("netns"))
         node = ZooKeeperProcess.from_config(Path(entry["config"]), name=name, command_prefix=prefix)
         node.start()
         node.detach()

@@ -60,7 +60,7 @@ class Network:
 
     def prefix(self, name: str) -> list[str]:
         """The command prefix that runs a program in ``name``'s namespace."""
-        return ["ip", "netns", "exec", self.node(name).namespace]
+        return exec_in(self.node(name).namespace)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +77,11 @@ class Network:
     def from_json(cls, data: dict[str, Any]) -> Network:
         nodes = {name: Node(name, *values) for name, values in data["nodes"].items()}
         return cls(data["tag"], data["bridge"], data["host_address"], data["prefix_length"], nodes)
+
+
+def exec_in(namespace: str | None) -> list[str]:
+    """The command prefix that runs a program in ``namespace`` (none for the host's own)."""
+    return ["ip", "netns", "exec", namespace] if namespace else []
 
 
 # -- planning (pure)
