@@ -37,9 +37,9 @@ from typing import Any
 
 from bench.machine import machine, write_report
 from bench.zookeeper import zookeeper_workdir
-from cluster.admin import create_topic
 from cluster.processes import BrokerProcess, ControllerProcess, Event
 from daemon.runtime import die_with_parent
+from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
 
 TOPIC = "bench-produce"

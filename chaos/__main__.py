@@ -24,10 +24,10 @@ from chaos.run import RunConfig, RunResult, run
 from chaos.schedule import DEFAULT_FAULTS, FAULTS, ROLES
 from chaos.verdict import judge, read_lines
 from cluster import launcher
-from cluster.admin import AdminError
 from cluster.admin_cli import print_table
 from cluster.lifecycle_cli import add_dir_option, fail
 from cluster.processes import DaemonError
+from zkstore.admin import AdminError
 from zkstore.local_server import LocalServerError
 
 SHOWN = 5

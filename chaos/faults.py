@@ -23,8 +23,9 @@ from kazoo.exceptions import KazooException
 from chaos.network import NetworkFaults
 from chaos.schedule import ENDING, EXPIRING, NETWORK_FAULTS, ZOOKEEPER_FAULTS, Node, Step
 from chaos.zookeeper_faults import ZooKeeperFaults
-from cluster import admin, launcher
+from cluster import launcher
 from daemon.eventlog import EventLog
+from zkstore import admin
 from zkstore.aio import AsyncZooKeeper
 
 log = logging.getLogger("chaos.faults")

@@ -24,9 +24,10 @@ from chaos.faults import ClusterInjector, Lanes, fault_loop
 from chaos.schedule import DEFAULT_FAULTS, FaultSchedule, nodes_of
 from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
-from cluster import admin, launcher, verify_replicas
+from cluster import launcher, verify_replicas
 from cluster.admin_cli import client_endpoints
 from daemon.eventlog import EventLog
+from zkstore import admin
 from zkstore.aio import AsyncZooKeeper
 
 log = logging.getLogger("chaos.run")

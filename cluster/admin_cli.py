@@ -2,7 +2,7 @@
 
 What Kafka users know from kafka-topics.sh --zookeeper, kafka-leader-election.sh,
 kafka-reassign-partitions.sh and the console producer/consumer, for any cluster in Kafka's ZooKeeper
-layout. The ZooKeeper work is in :mod:`cluster.admin`; this module parses arguments and prints: tables
+layout. The ZooKeeper work is in :mod:`zkstore.admin`; this module parses arguments and prints: tables
 for people (rich at a terminal, aligned plain text when piped), ``--json`` for scripts. An error is one
 ``error: ...`` line on stderr and exit code 1; argparse gives 2 for usage errors.
 """
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.exceptions import KazooException
 
-from cluster import admin, launcher
-from cluster.admin import AdminError
-from zkstore import znodes
+from cluster import launcher
+from zkstore import admin, znodes
+from zkstore.admin import AdminError
 from zkstore.aio import AsyncZooKeeper
 
 __all__ = [

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import admin, netns
+from cluster import netns
 from cluster.netns import Network
 from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
+from zkstore import admin
 from zkstore.local_server import (
     LOOPBACK,
     ZooKeeperEnsemble,

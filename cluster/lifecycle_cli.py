@@ -180,8 +180,8 @@ def _cuts_text(cuts: list[tuple[str, str]]) -> str:
 
 
 def run_verify_replicas(args: argparse.Namespace) -> int:
-    from cluster.admin import AdminError
     from cluster.verify_replicas import run
+    from zkstore.admin import AdminError
 
     try:
         reports = run(launcher.load_state(args.dir), args.topic)

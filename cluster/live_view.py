@@ -20,7 +20,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from cluster import admin
+from zkstore import admin
 from zkstore.aio import AsyncZooKeeper
 
 REFRESH_S = 1.0

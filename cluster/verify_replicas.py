@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import admin
 from daemon.connection import KafkaConnection
 from protocol import ApiKey, CorruptRecordBatch, ErrorCode
 from protocol.record_batch import parse_batches
-from zkstore import znodes
+from zkstore import admin, znodes
 
 LIST_OFFSETS_VERSION = 1
 LATEST = -1

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.admin import create_topic, delete_topic
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
 from zkstore import znodes
+from zkstore.admin import create_topic, delete_topic
 
 pytestmark = pytest.mark.zookeeper
 

@@ -8,10 +8,9 @@ from collections import Counter
 
 import pytest
 
-from cluster import admin
-from cluster.admin import AdminError, ReassignmentStatus
 from tests.support.zookeeper import register
-from zkstore import znodes
+from zkstore import admin, znodes
+from zkstore.admin import AdminError, ReassignmentStatus
 from zkstore.aio import AsyncZooKeeper
 from zkstore.election import try_elect
 from zkstore.znodes import TopicPartition

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from cluster import admin, admin_cli, launcher
+from cluster import admin_cli, launcher
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import register
-from zkstore import znodes
+from zkstore import admin, znodes
 from zkstore.aio import AsyncZooKeeper
 
 pytestmark = pytest.mark.zookeeper

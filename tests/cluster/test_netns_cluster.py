@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from cluster import admin, launcher, netns, partitions
+from cluster import launcher, netns, partitions
 from tests.support.event_logs import events
 from tests.support.waiting import wait_until
+from zkstore import admin
 
 REASON = netns.unavailable()
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(REASON is not None, reason=REASON or "")]

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cluster import admin, launcher
+from cluster import launcher
 from cluster.verify_replicas import Batch, compare
 from protocol.record_batch import parse_batches
 from tests.support.waiting import wait_until
+from zkstore import admin
 
 LEADER = [Batch(0, 4, 1, 111), Batch(5, 9, 1, 222), Batch(10, 14, 2, 333)]
 

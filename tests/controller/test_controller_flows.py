@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from cluster.admin import create_topic
 from controller import queries
 from controller.config import load
 from controller.controller import Controller
@@ -27,6 +26,7 @@ from tests.support.requests import alter_partition_request
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import ConnectionCutter, expire_session, partition_state, session
 from zkstore import znodes
+from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
 from zkstore.fencing import ControllerMoved
 

@@ -11,13 +11,13 @@ import urllib.request
 
 import pytest
 
-from cluster.admin import create_topic
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, from_epoch
 from tests.support.requests import alter_partition_request
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
 from zkstore import znodes
+from zkstore.admin import create_topic
 
 pytestmark = pytest.mark.zookeeper
 

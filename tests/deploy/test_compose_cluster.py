@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from cluster.admin import create_topic
 from tests.deploy import (
     LOOPBACK,
     LocalCompose,
@@ -24,6 +23,7 @@ from tests.deploy import (
     running_compose,
 )
 from zkstore import znodes
+from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
 
 pytestmark = pytest.mark.zookeeper

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from cluster.admin import create_topic
 from cluster.processes import BrokerProcess, ControllerProcess, DaemonProcess, Event
 from protocol import ApiKey
 from protocol.record_batch import build_batch
 from tests.support.broker_sim import Received, SimulatedBroker
 from tests.support.zookeeper import session
 from zkstore import znodes
+from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
 
 __all__ = ["Cluster", "channel_idle", "cluster", "epoch_of", "free_ports", "from_epoch", "produce"]
