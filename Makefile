@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test lint typecheck check bench chaos soak campaign install java clean
+.PHONY: run test lint typecheck check bench chaos soak campaign install java clients clean
 
 install: $(STAMP)
 
@@ -29,10 +29,29 @@ java:
 	    echo "java not found: install a JRE (apt-get install openjdk-17-jre-headless) to run ZooKeeper" >&2; exit 1; \
 	  fi; }
 
+# Clients from outside PyPI that the group and producer tests drive when they are there: kcat (Debian,
+# as root) and kafkajs (npm, into .run/js). Best effort: a test whose client is missing is skipped
+# with the reason.
+KAFKAJS := .run/js/node_modules/kafkajs/package.json
+clients: $(KAFKAJS)
+	@command -v kcat >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null 2>&1; } || \
+	    echo "kcat could not be installed: its tests will be skipped"; \
+	  else echo "kcat not found (apt-get install kcat): its tests will be skipped"; fi; }
+
+$(KAFKAJS):
+	@mkdir -p .run/js
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-audit --no-fund --prefix .run/js kafkajs@2.2.4 >/dev/null 2>&1 || \
+	  echo "kafkajs could not be installed: its tests will be skipped"; \
+	else echo "npm not found: the kafkajs tests will be skipped"; fi
+
 run: install java
 	$(PY) -m cluster up --dir .run/cluster
 
-test: install java
+test: install java clients
 	$(PY) -m pytest
 
 lint: install

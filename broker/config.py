@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker.group.config import GroupConfig
 from daemon.config import (
     METRICS_PORT,
     ZOOKEEPER_CONNECT,
@@ -263,6 +264,84 @@ KEYS = (
         check=at_least(1),
         doc="follower connect and request timeout",
     ),
+    # -- consumer groups (the coordinator of the groups whose __consumer_offsets partition is led here)
+    ConfigKey(
+        "offsets.topic.num.partitions",
+        "int",
+        50,
+        check=at_least(1),
+        doc="partitions of `__consumer_offsets` when it is created; fixed once it exists",
+    ),
+    ConfigKey(
+        "offsets.topic.replication.factor",
+        "int",
+        3,
+        check=at_least(1),
+        doc="its replication factor, capped at the live brokers (with a warning)",
+    ),
+    ConfigKey(
+        "offsets.commit.timeout.ms",
+        "int",
+        5000,
+        check=at_least(1),
+        doc="how long an offset commit or group write waits for the offsets partition's ISR",
+    ),
+    ConfigKey(
+        "offset.metadata.max.bytes",
+        "int",
+        4096,
+        check=at_least(0),
+        doc="a commit with longer metadata gets OFFSET_METADATA_TOO_LARGE",
+    ),
+    ConfigKey(
+        "offsets.retention.minutes",
+        "int",
+        10080,
+        check=at_least(1),
+        doc="committed offsets of groups without members expire after this long",
+    ),
+    ConfigKey(
+        "offsets.retention.check.interval.ms",
+        "int",
+        600000,
+        check=at_least(1),
+        doc="how often offsets are checked for expiry",
+    ),
+    ConfigKey(
+        "group.initial.rebalance.delay.ms",
+        "int",
+        3000,
+        check=at_least(0),
+        doc="a new group waits this long for more members before its first assignment (KIP-134)",
+    ),
+    ConfigKey(
+        "group.min.session.timeout.ms",
+        "int",
+        6000,
+        check=at_least(1),
+        doc="the shortest session timeout a member may ask for",
+    ),
+    ConfigKey(
+        "group.max.session.timeout.ms",
+        "int",
+        1800000,
+        check=at_least(1),
+        doc="the longest session timeout a member may ask for",
+    ),
+    ConfigKey(
+        "group.max.size",
+        "int",
+        2147483647,
+        check=at_least(1),
+        doc="members a group may have (GROUP_MAX_SIZE_REACHED beyond)",
+    ),
+    ConfigKey(
+        "producer.id.expiration.ms",
+        "int",
+        86400000,
+        check=at_least(1),
+        doc="an idempotent producer's state is dropped after this long without a write (KIP-854)",
+    ),
     ConfigKey(
         "num.replica.fetchers",
         "int",
@@ -315,6 +394,8 @@ class BrokerConfig:
     replica_fetch_backoff_s: float = 1.0
     replica_socket_timeout_s: float = 30.0
     num_replica_fetchers: int = 1
+    group: GroupConfig = field(default_factory=GroupConfig)
+    producer_id_expiration_ms: int = 86400000
     loaded: LoadedConfig | None = None
 
     @property
@@ -433,7 +514,29 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         replica_fetch_backoff_s=loaded["replica.fetch.backoff.ms"] / 1000.0,
         replica_socket_timeout_s=loaded["replica.socket.timeout.ms"] / 1000.0,
         num_replica_fetchers=loaded["num.replica.fetchers"],
+        group=_group_config(loaded),
+        producer_id_expiration_ms=loaded["producer.id.expiration.ms"],
         loaded=loaded,
+    )
+
+
+def _group_config(loaded: LoadedConfig) -> GroupConfig:
+    minimum, maximum = loaded["group.min.session.timeout.ms"], loaded["group.max.session.timeout.ms"]
+    if minimum > maximum:
+        raise ConfigError(
+            "group.min.session.timeout.ms", f"{minimum} is above group.max.session.timeout.ms {maximum}"
+        )
+    return GroupConfig(
+        offsets_topic_num_partitions=loaded["offsets.topic.num.partitions"],
+        offsets_topic_replication_factor=loaded["offsets.topic.replication.factor"],
+        offsets_commit_timeout_ms=loaded["offsets.commit.timeout.ms"],
+        offset_metadata_max_bytes=loaded["offset.metadata.max.bytes"],
+        offsets_retention_minutes=loaded["offsets.retention.minutes"],
+        offsets_retention_check_interval_ms=loaded["offsets.retention.check.interval.ms"],
+        group_initial_rebalance_delay_ms=loaded["group.initial.rebalance.delay.ms"],
+        group_min_session_timeout_ms=minimum,
+        group_max_session_timeout_ms=maximum,
+        group_max_size=loaded["group.max.size"],
     )
 
 

@@ -133,6 +133,12 @@ class LogManager:
                 )
         return deleted
 
+    def remove_expired_producers(self) -> int:
+        """Forget idle idempotent producers in every log (producer.id.expiration.ms); returns how many."""
+        with self._lock:
+            logs = list(self._logs.values())
+        return sum(partition_log.remove_expired_producers() for partition_log in logs)
+
     def shutdown(self) -> None:
         """Flush and close every log, then checkpoint: the next start has nothing to recover."""
         with self._lock:

@@ -17,11 +17,22 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from broker.apis import api_versions_entries
+from broker.group.config import OFFSETS_TOPIC
 from broker.metadata_cache import MetadataCache, Snapshot
 from broker.network import Request
 from protocol import ApiKey, Encoded, ErrorCode, message_codec
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
+"""Flagged internal so consumers' pattern subscriptions leave them out, as in Kafka."""
+
+
+def admin_node(snapshot: Snapshot, own_id: int) -> int:
+    """The ``controller_id`` clients are told: the lowest live broker id (this broker while the cache
+    is cold). Clients send the requests Kafka serves on its controller broker (InitProducerId for
+    kafkajs, admin requests) there; here the controller is a separate daemon that speaks no client
+    API, and every broker serves those requests, so a broker must be named, and the same one by all."""
+    return min(snapshot.brokers, default=own_id)
 
 
 class MetadataApis:
@@ -65,7 +76,7 @@ class MetadataApis:
             "throttle_time_ms": 0,
             "brokers": self._brokers(snapshot, listener, cold),
             "cluster_id": self.cluster_id(),
-            "controller_id": snapshot.controller_id,
+            "controller_id": admin_node(snapshot, self.broker_id),
             "topics": topics,
         }
         if version >= 8:  # authorization is not implemented: Kafka's "not requested" value
@@ -86,7 +97,11 @@ class MetadataApis:
         return out
 
     def _topic(self, snapshot: Snapshot, name: str, version: int, cold: bool) -> dict[str, Any]:
-        topic: dict[str, Any] = {"error_code": ErrorCode.NONE, "name": name, "is_internal": False}
+        topic: dict[str, Any] = {
+            "error_code": ErrorCode.NONE,
+            "name": name,
+            "is_internal": name in INTERNAL_TOPICS,
+        }
         if version >= 8:
             topic["topic_authorized_operations"] = AUTHORIZED_OPERATIONS_OMITTED
         partitions = snapshot.topics.get(name)

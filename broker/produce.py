@@ -3,7 +3,9 @@
 Per partition, in Kafka's order: the partition must be hosted here (else NOT_LEADER_OR_FOLLOWER if
 the cluster knows it, UNKNOWN_TOPIC_OR_PARTITION if not) and led by this broker; with acks=all the
 ISR must be at least ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS, nothing appended); every batch
-must be sound (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, nothing of that partition appended).
+must be sound (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, nothing of that partition appended); an
+idempotent producer's batch must follow its previous one (OUT_OF_ORDER_SEQUENCE_NUMBER,
+INVALID_PRODUCER_EPOCH), and one the leader already has is answered with its original offset.
 
 acks=0 gets no response at all; acks=1 is answered once the leader has appended; acks=all waits in
 the produce purgatory until the high watermark passes the last appended offset of every partition
@@ -16,10 +18,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from broker.log import AppendInfo, RecordTooLarge
+from broker.log import AppendInfo, InvalidProducerEpoch, OutOfOrderSequence, RecordTooLarge
 from broker.network import Close, Request
 from broker.partition import PartitionError
 from broker.purgatory import DelayedOperation
@@ -146,6 +149,23 @@ class ProduceApi:
         delayed = DelayedProduce(body["timeout_ms"] / 1000.0, results, self.rm, self.rm.min_insync_replicas)
         return self.rm.produce_purgatory.watch(delayed, list(delayed.waiting))
 
+    def append_internal(
+        self, tp: TopicPartition, records: bytes, *, replicated: bool, timeout_s: float
+    ) -> Future[ErrorCode]:
+        """An append of the broker's own records (the group coordinator's), as a producer with acks=all
+        (``replicated``) or acks=1 would make it: the partition's error once the append is settled."""
+        result = self._append(tp, records, ACKS_ALL if replicated else 1)
+        settled: Future[ErrorCode] = Future()
+        if result.error != ErrorCode.NONE or not replicated:
+            settled.set_result(result.error)
+            return settled
+        delayed = DelayedProduce(
+            timeout_s, {tp.topic: {tp.partition: result}}, self.rm, self.rm.min_insync_replicas
+        )
+        waiting = self.rm.produce_purgatory.watch(delayed, list(delayed.waiting))
+        waiting.add_done_callback(lambda _: settled.set_result(result.error))
+        return settled
+
     def _append(self, tp: TopicPartition, records: bytes | None, acks: int) -> PartitionResult:
         try:
             partition = self.rm.hosted(tp)
@@ -175,6 +195,13 @@ class ProduceApi:
             return PartitionResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
         except RecordTooLarge as exc:
             return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE, message=str(exc))
+        except OutOfOrderSequence as exc:
+            log.info("produce to %s-%d refused: %s", tp.topic, tp.partition, exc)
+            return PartitionResult(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, message=str(exc))
+        except InvalidProducerEpoch as exc:
+            return PartitionResult(ErrorCode.INVALID_PRODUCER_EPOCH, message=str(exc))
+        if info.duplicate:  # an idempotent producer's retry: answered with where the batch already is
+            return result
         self.rm.partition_changed(tp)
         if self.on_append is not None:
             self.on_append(info)

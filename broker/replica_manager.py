@@ -63,6 +63,11 @@ class ReplicaManager:
         """Called with True for a committed expansion, False for a committed shrink (metrics)."""
         self.propose_isr: Callable[[Proposal], None] | None = None
         """Sends an ISR proposal to the controller (the AlterPartition manager); None: no ISR changes."""
+        self.on_elected: Callable[[TopicPartition, int], None] = lambda tp, leader_epoch: None
+        """Called (on the control-plane thread) when this broker starts leading a partition it did not
+        lead, with the leader epoch: the group coordinator loads its groups then."""
+        self.on_resigned: Callable[[TopicPartition, int | None], None] = lambda tp, leader_epoch: None
+        """Called when this broker follows a partition in a new epoch or stops its replica (no epoch)."""
         self.on_topic_deleted: Callable[[str], None] = lambda topic: None
         """Called for each topic a StopReplica(delete) removed partitions of: caches keyed by topic
         name (the topic id) must not outlive it, since a topic created again under that name is new."""
@@ -154,6 +159,7 @@ class ReplicaManager:
             self.partitions[tp] = partition
         with partition.lock:
             was_leader = partition.leader == self.broker_id
+            was_leading = partition.is_leader
             partition.replicas = replicas
             partition.leader = state["leader"]
             partition.leader_epoch = state["leader_epoch"]
@@ -180,6 +186,10 @@ class ReplicaManager:
                 "%s-%d: leader %d is not among the live leaders", tp.topic, tp.partition, partition.leader
             )
         self.partition_changed(tp)
+        if leader and not was_leading:
+            self.on_elected(tp, state["leader_epoch"])
+        elif not leader:
+            self.on_resigned(tp, state["leader_epoch"])
         self.events.emit(
             "become_leader" if leader else "become_follower",
             topic=tp.topic,
@@ -217,6 +227,8 @@ class ReplicaManager:
                         self._checkpointed.pop(tp, None)
                         self.log_manager.delete(tp)
                     self.partition_changed(tp)
+                    if partition is not None:
+                        self.on_resigned(tp, None)
                     self.events.emit(
                         "stop_replica",
                         topic=tp.topic,

@@ -17,6 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
@@ -24,14 +25,19 @@ from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
 from broker.fetch import FetchApi
+from broker.group.apis import GroupApis
+from broker.group.config import OFFSETS_TOPIC
+from broker.group.coordinator import GroupCoordinator
+from broker.group.offsets_log import LocalOffsetsLog
 from broker.log import LogConfig
 from broker.log_manager import LogManager
 from broker.metadata_api import MetadataApis
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from broker.network import ControlPriority, Listener, RequestChannel
+from broker.network import ControlPriority, Listener, Request, RequestChannel
 from broker.offsets_api import OffsetsApi
 from broker.produce import ProduceApi
+from broker.producer_ids import InitProducerIdApi, ProducerIdManager
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager
 from daemon.config import advertised
@@ -40,13 +46,16 @@ from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.supervision import start_supervised
 from protocol import CONTROL_APIS, ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
-from zkstore import znodes
+from zkstore import admin, znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.registration import register_broker
+from zkstore.znodes import TopicPartition
 
 log = logging.getLogger("broker")
 
 CONTROLLED_SHUTDOWN_VERSION = 2
+PRODUCER_EXPIRATION_CHECK_S = 600.0
+"""Kafka's producer.id.expiration.check.interval.ms (an internal setting)."""
 DATA_PLANE_MAX_WAITING = 16
 """Answers a client connection may have outstanding (acks=all produces waiting for the ISR)."""
 
@@ -59,6 +68,7 @@ def log_config(config: BrokerConfig) -> LogConfig:
         retention_ms=config.retention_ms,
         retention_bytes=config.retention_bytes,
         max_batch_bytes=config.message_max_bytes,
+        producer_id_expiration_ms=config.producer_id_expiration_ms,
     )
 
 
@@ -109,6 +119,29 @@ class BrokerServer:
         self.fetch_api = FetchApi(self.replica_manager)
         self.apis.register(ApiKey.PRODUCE, self.produce_api.handle)
         self.apis.register(ApiKey.FETCH, self.fetch_api.handle)
+        self.group_coordinator = GroupCoordinator(
+            config.broker_id,
+            config.group,
+            LocalOffsetsLog(self.replica_manager, self.produce_api, config.group.offsets_commit_timeout_ms),
+            self.events,
+        )
+        groups = GroupApis(self.group_coordinator, self.metadata_cache, self._create_offsets_topic)
+        for key, handler in (
+            (ApiKey.FIND_COORDINATOR, groups.find_coordinator),
+            (ApiKey.JOIN_GROUP, groups.join_group),
+            (ApiKey.SYNC_GROUP, groups.sync_group),
+            (ApiKey.HEARTBEAT, groups.heartbeat),
+            (ApiKey.LEAVE_GROUP, groups.leave_group),
+            (ApiKey.OFFSET_COMMIT, groups.offset_commit),
+            (ApiKey.OFFSET_FETCH, groups.offset_fetch),
+            (ApiKey.LIST_GROUPS, groups.list_groups),
+            (ApiKey.DESCRIBE_GROUPS, groups.describe_groups),
+            (ApiKey.DELETE_GROUPS, groups.delete_groups),
+            (ApiKey.INIT_PRODUCER_ID, self._init_producer_id),
+        ):
+            self.apis.register(key, handler)
+        self.replica_manager.on_elected = self._offsets_partition_elected
+        self.replica_manager.on_resigned = self._offsets_partition_resigned
         self.apis.register(ApiKey.LIST_OFFSETS, offsets.list_offsets)
         self.apis.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, offsets.offset_for_leader_epoch)
         self.data_channel = RequestChannel(
@@ -150,6 +183,7 @@ class BrokerServer:
         )
         self.metrics_port: int | None = None
         self.alter_partition: AlterPartitionManager | None = None
+        self.producer_ids: InitProducerIdApi | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._registering = asyncio.Lock()
 
@@ -169,6 +203,14 @@ class BrokerServer:
         await self.zk.start()
         self.zk.on_connection_event(self._on_connection_event)
         self.cluster_id = await cluster_id(self.zk)
+        loop = asyncio.get_running_loop()
+        self.group_coordinator.bind(loop)
+        existing = await admin.partition_count(self.zk, OFFSETS_TOPIC)
+        if existing is not None:  # Kafka fixes the count at start-up: a group never changes partition
+            self.group_coordinator.partition_count = existing
+        self.producer_ids = InitProducerIdApi(
+            ProducerIdManager(self.zk, self.config.broker_id, self.events), loop
+        )
         await self.register()
         self.alter_partition = AlterPartitionManager(
             self.zk,
@@ -186,6 +228,7 @@ class BrokerServer:
         self.data_channel.start()
         if self.control_channel is not None:
             self.control_channel.start()
+        self._tasks.append(start_supervised("offsets-expiry", self._expire_offsets))
         for name, interval, job in (
             (
                 "hw-checkpoint",
@@ -195,6 +238,7 @@ class BrokerServer:
             ("recovery-checkpoint", self.config.recovery_checkpoint_interval_s, self.log_manager.checkpoint),
             ("log-retention", self.config.retention_check_interval_s, self._apply_retention),
             ("isr-expiration", self.config.replica_lag_time_max_ms / 2000.0, self._shrink_isrs),
+            ("producer-expiration", PRODUCER_EXPIRATION_CHECK_S, self.log_manager.remove_expired_producers),
         ):
             self._tasks.append(asyncio.create_task(self._every(interval, job), name=name))
         self.events.emit(
@@ -235,6 +279,7 @@ class BrokerServer:
         self.events.emit("shutdown_started", broker_epoch=self.identity.epoch)
         if self.config.controlled_shutdown_enable:
             await self.controlled_shutdown()
+        self.group_coordinator.shutdown()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -319,7 +364,67 @@ class BrokerServer:
         return self.replica_manager.shrink_isrs(self.config.replica_lag_time_max_ms)
 
     def _apply_retention(self) -> int:
-        return self.log_manager.apply_retention(self.replica_manager.high_watermark)
+        """Delete-retention for every topic but ``__consumer_offsets``, which Kafka compacts instead:
+        without compaction here its whole log is kept, so no committed offset is ever lost to time."""
+        high_watermark = self.replica_manager.high_watermark
+        return self.log_manager.apply_retention(
+            lambda tp: None if tp.topic == OFFSETS_TOPIC else high_watermark(tp)
+        )
+
+    # -- the group coordinator and producer ids
+
+    def _offsets_partition_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
+        if tp.topic == OFFSETS_TOPIC:
+            self.group_coordinator.on_election(tp.partition, leader_epoch)
+
+    def _offsets_partition_resigned(self, tp: TopicPartition, leader_epoch: int | None) -> None:
+        if tp.topic == OFFSETS_TOPIC:
+            self.group_coordinator.on_resignation(tp.partition, leader_epoch)
+
+    async def _create_offsets_topic(self) -> None:
+        """``__consumer_offsets`` on first use, over the live brokers (its replication factor capped at
+        them, with a warning, so a small local cluster still gets one)."""
+        group = self.config.group
+        live = await admin.live_broker_ids(self.zk)
+        factor = min(group.offsets_topic_replication_factor, len(live))
+        if factor < group.offsets_topic_replication_factor:
+            log.warning(
+                "creating %s with replication factor %d: offsets.topic.replication.factor is %d but only "
+                "%d brokers are alive",
+                OFFSETS_TOPIC, factor, group.offsets_topic_replication_factor, len(live),
+            )  # fmt: skip
+        if factor < 1:
+            return
+        configs = {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(group.offsets_topic_segment_bytes),
+            "compression.type": "producer",
+        }
+        try:
+            await admin.create_internal_topic(
+                self.zk, OFFSETS_TOPIC, self.group_coordinator.partition_count, factor, configs
+            )
+        except admin.AdminError as exc:
+            log.info("%s not created: %s", OFFSETS_TOPIC, exc)
+            return
+        self.events.emit(
+            "offsets_topic_created",
+            topic=OFFSETS_TOPIC,
+            partitions=self.group_coordinator.partition_count,
+            replication_factor=factor,
+        )
+
+    async def _expire_offsets(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.group.offsets_retention_check_interval_ms / 1000.0)
+            expired = self.group_coordinator.expire_offsets()
+            if expired:
+                log.info("%d committed offsets expired", expired)
+
+    def _init_producer_id(self, request: Request, body: dict[str, Any]) -> Any:
+        if self.producer_ids is None:
+            raise RuntimeError("InitProducerId before the broker started")
+        return self.producer_ids.handle(request, body)
 
     # -- controlled shutdown
 

@@ -22,7 +22,7 @@ from rich.table import Table
 from chaos import ChaosError
 from chaos.run import RunConfig, RunResult, run
 from chaos.schedule import DEFAULT_FAULTS, FAULTS, ROLES
-from chaos.verdict import judge, read_lines
+from chaos.verdict import Verdict, judge, read_lines
 from cluster import launcher
 from cluster.admin_cli import print_table
 from cluster.lifecycle_cli import add_dir_option, fail
@@ -95,6 +95,10 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--replication-factor", type=_positive(int), default=3, help="for a new topic (3)")
     go.add_argument("--seed", type=int, help="fault schedule seed (random; the run records it)")
     go.add_argument(
+        "--no-idempotence", action="store_true", help="the acks=all producer without idempotence (no retries)"
+    )
+    go.add_argument("--no-group", action="store_true", help="no consumer group on the acks=all topic")
+    go.add_argument(
         "--overlap",
         type=_positive(int),
         default=1,
@@ -162,6 +166,8 @@ def run_command(args: argparse.Namespace) -> int:
         replication_factor=args.replication_factor,
         seed=args.seed,
         overlap=args.overlap,
+        idempotent=not args.no_idempotence,
+        group=not args.no_group,
     )
     started = False
     try:
@@ -235,12 +241,27 @@ def summary(console: Console, result: RunResult) -> None:
             f"acks=1: {v.acked_acks1} acknowledged, {len(v.lost_acks1)} not read back where acknowledged "
             "(allowed: only the leader had them when they were acknowledged)"
         )
+    _group(console, v)
     if result.crashed:
         console.print(f"[yellow]not running without a fault (see their logs)[/]: {', '.join(result.crashed)}")
     if v.ok:
         console.print("[green]ok[/]: every acknowledged record was read back once, where it was acknowledged")
 
     console.print(f"run directory: {result.run_dir}")
+
+
+def _group(console: Console, v: Verdict) -> None:
+    """What the run's consumer group consumed and committed."""
+    if not v.group_consumed:
+        return
+    console.print(
+        f"consumer group: {v.group_consumed} records consumed, {len(v.group_missed)} acknowledged ones "
+        f"never reached it, {len(v.commits_backwards)} commits went back"
+    )
+    if v.group_missed:
+        console.print(f"[red]never consumed by the group[/]: {_some(v.group_missed)}")
+    if v.commits_backwards:
+        console.print(f"[red]committed offsets went back[/]: {_some(v.commits_backwards)}")
 
 
 def _control_plane(console: Console, result: RunResult) -> None:

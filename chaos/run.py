@@ -21,6 +21,7 @@ from typing import Any
 from chaos import ChaosError, safety
 from chaos.availability import availability
 from chaos.faults import ClusterInjector, Lanes, fault_loop
+from chaos.group_workload import GroupWorkload
 from chaos.schedule import DEFAULT_FAULTS, FaultSchedule, nodes_of
 from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
@@ -37,6 +38,8 @@ VERIFY_TIMEOUT_S = 30.0
 LANE_SEED_STEP = 7919
 """The seed of a mixed run's lane n is the run's seed plus n times this (a prime, so lanes differ)."""
 PRODUCER_STOP_TIMEOUT_S = 35.0
+GROUP_DRAIN_TIMEOUT_S = 60.0
+"""How long the consumer group may take to commit past the last acknowledged record after the faults."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,10 @@ class RunConfig:
     overlap: int = 1
     """Fault loops running at once (``mixed``: faults overlap, never on one node, one cut or one
     ZooKeeper fault); each has its own schedule, seeded from the run's seed."""
+    idempotent: bool = True
+    """The acks=all producer is idempotent (the default of modern clients)."""
+    group: bool = True
+    """A consumer group of three members consumes the acks=all topic and commits as it goes."""
 
 
 @dataclass
@@ -213,9 +220,11 @@ async def run(config: RunConfig) -> RunResult:
                     config.rate if acks == "all" else max(1, config.rate // 2),
                     history,
                     acks=acks,
+                    idempotent=config.idempotent and acks == "all",
                 ).start()
                 for t, acks in topics.items()
             ]
+            group = GroupWorkload(servers, config.topic, run_id, history).start() if config.group else None
             try:
                 try:
                     await _faults_for(config.duration_s, schedules, injector)
@@ -226,9 +235,14 @@ async def run(config: RunConfig) -> RunResult:
                 for workload in workloads:
                     with contextlib.suppress(Exception):
                         await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+                if group is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(group.stop)
                 raise
             log.info("faults over and healed; stopping the producers")
             consumed = await _read_back_all(zk, servers, workloads, counts, history)
+            if group is not None:
+                await _drain_group(group, workloads[0])
             reports = await _verified_replicas(directory, list(topics))
             inconsistent = [
                 f"{d.topic}-{d.partition}: replica {d.replica} at offset {d.offset}: {d.detail}"
@@ -286,6 +300,14 @@ async def _read_back_all(
         )
     log.info("read back %d records", consumed)
     return consumed
+
+
+async def _drain_group(group: GroupWorkload, workload: ProducerWorkload) -> None:
+    """Let the group commit past everything acknowledged (the verdict names what it missed), then
+    have its members leave."""
+    log.info("waiting until the consumer group %s has committed every acknowledged record", group.group)
+    await asyncio.to_thread(group.drain, dict(workload.acked_ends), GROUP_DRAIN_TIMEOUT_S)
+    await asyncio.to_thread(group.stop)
 
 
 async def _verified_replicas(

@@ -48,6 +48,12 @@ class Verdict:
     lost_acks1: list[str] = field(default_factory=list)
     """acks=1 values not read back where they were acknowledged: lost with a fenced leader, as acks=1
     allows. Reported, never failing the run."""
+    group_consumed: int = 0
+    """Records the run's consumer group consumed (0: the run had no group)."""
+    group_missed: list[str] = field(default_factory=list)
+    """Acknowledged acks=all values the consumer group never consumed."""
+    commits_backwards: list[str] = field(default_factory=list)
+    """Commits the coordinator acknowledged below an earlier acknowledged commit of that partition."""
 
     @property
     def unexplained_duplicates(self) -> list[str]:
@@ -56,20 +62,32 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.unexplained_duplicates or self.misplaced or self.divergent)
+        return not (
+            self.lost
+            or self.unexplained_duplicates
+            or self.misplaced
+            or self.divergent
+            or self.group_missed
+            or self.commits_backwards
+        )
 
 
 def judge(lines: Iterable[Mapping[str, Any]]) -> Verdict:
     acked: dict[str, Place] = {}
     loose: dict[str, Place] = {}
+    idempotent: set[str] = set()
     failed = consumed = faults = 0
     found: dict[str, set[Place]] = defaultdict(set)
     at: dict[Place, set[str]] = defaultdict(set)
+    group = _GroupHistory()
     for line in lines:
         kind = line.get("kind")
+        group.add(line)
         if kind == "produce_acked":
             place = (line["topic"], line["partition"], line["offset"])
             (acked if line.get("acks", "all") == "all" else loose)[line["value"]] = place
+            if line.get("idempotent"):
+                idempotent.add(line["value"])
         elif kind == "produce_failed":
             failed += 1
         elif kind == "consumed":
@@ -91,12 +109,45 @@ def judge(lines: Iterable[Mapping[str, Any]]) -> Verdict:
         faults=faults,
         lost=lost,
         duplicated=duplicated,
-        resent=[v for v in duplicated if _resent(found[v], acked.get(v))],
+        # an idempotent producer's resends are deduplicated by the leader: no copy is explained
+        resent=[v for v in duplicated if v not in idempotent and _resent(found[v], acked.get(v))],
         misplaced=misplaced,
         divergent=sorted(p for p, values in at.items() if len(values) > 1),
         acked_acks1=len(loose),
         lost_acks1=sorted(v for v, place in loose.items() if v not in at.get(place, ())),
+        group_consumed=group.consumed,
+        group_missed=sorted(v for v in acked if v not in group.values) if group.active else [],
+        commits_backwards=group.backwards,
     )
+
+
+class _GroupHistory:
+    """The consumer group's lines: what it consumed, and its acknowledged commits in order."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.consumed = 0
+        self.values: set[str] = set()
+        self.committed: dict[tuple[str, int], int] = {}
+        self.backwards: list[str] = []
+
+    def add(self, line: Mapping[str, Any]) -> None:
+        kind = line.get("kind")
+        if kind == "group_assigned":
+            self.active = True
+        elif kind == "group_consumed":
+            self.active = True
+            self.consumed += 1
+            if line.get("value") is not None:
+                self.values.add(line["value"])
+        elif kind == "group_committed":
+            key = (line["topic"], line["partition"])
+            previous = self.committed.get(key, -1)
+            if line["offset"] < previous:
+                self.backwards.append(
+                    f"{key[0]}-{key[1]}: {line['offset']} committed by {line['member']} after {previous}"
+                )
+            self.committed[key] = max(previous, line["offset"])
 
 
 def _resent(places: set[Place], acked_at: Place | None) -> bool:

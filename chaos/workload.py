@@ -2,11 +2,12 @@
 final read-back of every partition.
 
 Values are unique per run (``<run-id>-000123``), so each record can be followed from its delivery
-report to where the read-back finds it. The producer is not idempotent (these brokers serve no
-InitProducerId) and does not retry: a retried request that was written but not acknowledged would be
-stored twice, which is a non-idempotent producer's normal at-least-once behaviour. Without retries a
-failed request is recorded as ``produce_failed`` (outcome unknown), and any duplicate the read-back
-finds is the cluster's doing.
+report to where the read-back finds it. The acks=all producer is idempotent, as modern producers are
+by default: it retries until ``message.timeout.ms``, and the partition leaders drop the copies a
+retry resends, so any duplicate the read-back finds is the cluster's doing. A non-idempotent producer
+(the acks=1 topic's) does not retry: a retried request that was written but not acknowledged would be
+stored twice, which is that producer's normal at-least-once behaviour. A failed request is recorded
+as ``produce_failed`` (outcome unknown).
 """
 
 from __future__ import annotations
@@ -46,10 +47,19 @@ class ProducerWorkload:
     """
 
     def __init__(
-        self, servers: str, topic: str, run_id: str, rate: int, history: EventLog, *, acks: str = "all"
+        self,
+        servers: str,
+        topic: str,
+        run_id: str,
+        rate: int,
+        history: EventLog,
+        *,
+        acks: str = "all",
+        idempotent: bool = False,
     ) -> None:
         self.topic = topic
         self.acks = acks
+        self.idempotent = idempotent
         """``all``: every acknowledged record must survive. ``1``: only the leader had it when it was
         acknowledged, so a fenced leader can take it along; its losses are reported, not failed."""
         self.run_id = run_id
@@ -66,8 +76,9 @@ class ProducerWorkload:
             {
                 "bootstrap.servers": servers,
                 "acks": acks,
-                "enable.idempotence": False,
-                "retries": 0,
+                "enable.idempotence": idempotent,
+                # idempotent: librdkafka's default retries (until message.timeout.ms); otherwise none
+                **({} if idempotent else {"retries": 0}),
                 "linger.ms": 5,
                 "message.timeout.ms": MESSAGE_TIMEOUT_MS,
                 # Learn a moved leadership within seconds even when the old leader is paused and says nothing.
@@ -131,6 +142,7 @@ class ProducerWorkload:
                 "produce_acked",
                 topic=self.topic,
                 acks=self.acks,
+                idempotent=self.idempotent,
                 partition=partition,
                 offset=message.offset(),
                 value=value,

@@ -46,6 +46,12 @@ INTERESTING = {
     "isr_changed",
     "isr_change_refused",
     "log_recovery_truncated",
+    # consumer groups: coordinator moves and rebalances
+    "offsets_topic_created",
+    "coordinator_loaded",
+    "coordinator_unloaded",
+    "group_rebalance_completed",
+    "group_member_removed",
 }
 """Kinds always shown; leader elections and stale control requests are picked out in :func:`interesting`."""
 METRICS = {
@@ -125,6 +131,18 @@ _SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"ISR {_ids(e.get('isr'))} ({e.get('reason')}{', unclean' if e.get('unclean') else ''})"
     ),
     "registered": lambda e: f"epoch {e.get('broker_epoch')} (was {e.get('previous_epoch')})",
+    "coordinator_loaded": lambda e: (
+        f"__consumer_offsets-{e.get('partition')} (epoch {e.get('leader_epoch')}): "
+        f"{e.get('groups')} groups, {e.get('offsets')} offsets in {e.get('load_ms')} ms"
+    ),
+    "coordinator_unloaded": lambda e: (
+        f"__consumer_offsets-{e.get('partition')}: {e.get('groups')} groups moved away"
+    ),
+    "group_rebalance_completed": lambda e: (
+        f"{e.get('group')} generation {e.get('generation')}: {e.get('members')} members, "
+        f"{e.get('state')}, protocol {e.get('protocol')}"
+    ),
+    "group_member_removed": lambda e: f"{e.get('group')}: {e.get('member_id')} {e.get('reason')}",
     "isr_changed": lambda e: f"{_partition(e)} ISR {_ids(e.get('previous_isr'))} -> {_ids(e.get('isr'))}",
     "isr_change_refused": lambda e: f"{_partition(e)} proposed {_ids(e.get('proposed'))}: {e.get('error')}",
     "follower_truncated": lambda e: (

@@ -84,6 +84,7 @@ FIELDS: list[tuple[str, str]] = [
     ("offset", "bigint"),
     ("value", "string"),
     ("acks", "string"),
+    ("idempotent", "boolean"),
     ("partitions", "bigint"),
     ("consistent", "bigint"),
     ("divergences", "array<string>"),

@@ -68,16 +68,17 @@ def workload_no_duplicates(history: DataFrame) -> CheckResult:
     with retries off, and a batch the old leader had appended and replicated survives beside the
     resent copy. Such a value has every copy in one partition and, when acknowledged, the
     acknowledged copy last; it is counted as ``resent`` in the details, as ``chaos/verdict.py``
-    does, and is not a violation."""
+    does, and is not a violation, unless the producer was idempotent (its leader drops resends)."""
     from pyspark.sql import functions as F
 
     consumed = history.filter(F.col("kind") == "consumed")
     place = F.struct(*PLACE)
     # An acks=1 value's place may hold another value after its leader was fenced: that is its loss,
     # allowed and counted by workload_no_loss, not a misplaced value.
-    acked = history.filter(
+    acked_all = history.filter(
         (F.col("kind") == "produce_acked") & (F.coalesce(F.col("acks"), F.lit("all")) == "all")
-    ).select("run", *PLACE, F.col("value").alias("acked_value"))
+    )
+    acked = acked_all.select("run", *PLACE, F.col("value").alias("acked_value"))
     copies = (
         consumed.filter(F.col("value").isNotNull())  # a record without a value is no produced value
         .groupBy("run", "value")
@@ -87,15 +88,23 @@ def workload_no_duplicates(history: DataFrame) -> CheckResult:
         )
         .filter(F.size("places") > 1)
     )
-    acked_place = acked.select("run", F.col("acked_value").alias("value"), F.struct(*PLACE).alias("acked"))
-    resent_rule = (F.col("partitions") == 1) & (
-        F.col("acked").isNull() | (F.col("acked") == F.element_at("places", -1))
+    acked_place = acked_all.select(
+        "run",
+        "value",
+        F.struct(*PLACE).alias("acked"),
+        F.coalesce(F.col("idempotent"), F.lit(False)).alias("idempotent"),
+    )
+    # an idempotent producer's resends are dropped by the leader: none of its copies is explained
+    resent_rule = (
+        (F.col("partitions") == 1)
+        & ~F.coalesce(F.col("idempotent"), F.lit(False))
+        & (F.col("acked").isNull() | (F.col("acked") == F.element_at("places", -1)))
     )
     judged = copies.join(acked_place, ["run", "value"], "left").withColumn("resent", resent_rule)
     resent = judged.filter(F.col("resent"))
     twice = (
         judged.filter(~F.col("resent"))
-        .drop("resent", "acked", "partitions")
+        .drop("resent", "acked", "partitions", "idempotent")
         .withColumn("rule", F.lit("value consumed at more than one place"))
     )
     divergent = (

@@ -8,6 +8,7 @@ Kafka's tools would refuse raises :class:`AdminError` with the message to show, 
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import random
@@ -38,6 +39,7 @@ __all__ = [
     "broker_list",
     "connect",
     "controller_info",
+    "create_internal_topic",
     "create_new_topic",
     "create_topic",
     "delete_topic",
@@ -48,6 +50,7 @@ __all__ = [
     "live_broker_ids",
     "parse_reassignment_plan",
     "parse_replica_assignment",
+    "partition_count",
     "plan_json",
     "request_preferred_election",
     "request_reassignment",
@@ -243,7 +246,8 @@ def parse_reassignment_plan(text: str) -> Plan:
 
 def plan_json(plan: Mapping[TopicPartition, Sequence[int]]) -> dict[str, object]:
     """A plan as the JSON object Kafka's tools print and read, through zkstore's codec."""
-    return json.loads(znodes.encode_reassignment(plan))
+    decoded: dict[str, object] = json.loads(znodes.encode_reassignment(plan))
+    return decoded
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -507,6 +511,27 @@ async def create_new_topic(
     except NodeExistsError:
         raise AdminError(f"Topic '{topic}' already exists.") from None
     return created
+
+
+async def partition_count(zk: AsyncZooKeeper, topic: str) -> int | None:
+    """How many partitions ``topic`` has, or None if it does not exist (or cannot be read)."""
+    found = await _data(zk, znodes.topic_path(topic))
+    if found is None:
+        return None
+    assignment = znodes.decode_topic_assignment(found[0], znodes.topic_path(topic))
+    return None if assignment is None else len(assignment.partitions)
+
+
+async def create_internal_topic(
+    zk: AsyncZooKeeper, topic: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
+) -> znodes.TopicAssignment:
+    """What a broker does for ``__consumer_offsets`` on first use: its configs in ``/config/topics/T``
+    (Kafka's JSON), then the assignment over the live brokers. AdminError if it exists already or too
+    few brokers are alive for the replication factor."""
+    config = json.dumps({"version": 1, "config": dict(configs)}).encode()
+    with contextlib.suppress(NodeExistsError):
+        await zk.create(f"/config/topics/{topic}", config, makepath=True)
+    return await create_new_topic(zk, topic, partitions, replication_factor)
 
 
 async def delete_topic(zk: AsyncZooKeeper, topic: str) -> None:

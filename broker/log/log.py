@@ -5,6 +5,10 @@ other threads take no lock. Appends only add bytes past what readers may see and
 new sizes and log end offset, so a reader never meets half a batch. Changes that remove bytes
 (truncation, retention, close) bump ``_changes`` before and after; a read that overlapped one is
 thrown away and done again under the lock.
+
+Producer state (``broker.log.producer_state``) lives beside the batches: a leader's append checks
+idempotent producers' sequences and answers a retried batch with its original offsets; snapshots at
+each roll and on close, and a replay of the batch headers after the latest one, restore it on open.
 """
 
 from __future__ import annotations
@@ -16,13 +20,21 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from broker.checkpoint import fsync_directory
 from broker.log.epoch_cache import CHECKPOINT_FILE, LeaderEpochCache
+from broker.log.producer_snapshots import ProducerSnapshots
+from broker.log.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    BatchMetadata,
+    ProducerStateEntry,
+    ProducerStateTable,
+)
 from broker.log.recovery import load_segments
-from broker.log.segment import MAX_RELATIVE_OFFSET, BatchInfo, Segment, wall_clock_ms
+from broker.log.segment import MAX_RELATIVE_OFFSET, BatchInfo, InvalidBytes, Segment, wall_clock_ms
 from protocol.record_batch import CorruptRecordBatch, RecordBatchHeader, parse_batches, restamp_in_place
 
 log = logging.getLogger("broker.log")
@@ -44,6 +56,8 @@ class LogConfig:
     """log.retention.bytes; -1: no size limit"""
     max_batch_bytes: int = 1048588
     """message.max.bytes: a leader refuses a bigger batch"""
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    """producer.id.expiration.ms: an idle producer's state is dropped after this long"""
 
 
 class OffsetOutOfRange(Exception):
@@ -93,6 +107,14 @@ class AppendInfo:
     batches: int
     records: int
     bytes: int
+    duplicate: bool = False
+    """A retry of a batch already stored: nothing was appended, the offsets and max timestamp are the
+    stored batch's (``batches``, ``records`` and ``bytes`` are 0)."""
+
+    @classmethod
+    def of_duplicate(cls, stored: BatchMetadata) -> AppendInfo:
+        last = stored.last_offset
+        return cls(stored.first_offset, last, stored.max_timestamp, last, 0, 0, 0, duplicate=True)
 
 
 def _byte_view(records: bytes | bytearray | memoryview) -> memoryview:
@@ -137,6 +159,8 @@ class Log:
         self._lock = threading.Lock()
         self._changes = 0
         self._closed = False
+        self._producers = ProducerStateTable()
+        self._snapshots = ProducerSnapshots(directory)
 
     # -- opening
 
@@ -176,6 +200,7 @@ class Log:
         if not epochs.trusted:
             epochs.save()
         opened = cls(directory, config, segments, epochs, start, min(recovery_point, log_end))
+        opened._load_producer_state(clean=recovery_point >= log_end and loaded.truncation is None)
         for path, reason in loaded.rebuilt_indexes:
             log.warning("%s: rebuilt the indexes of %s: %s", opened.topic_partition, path.name, reason)
             if emit is not None:
@@ -244,7 +269,10 @@ class Log:
         """Validate every batch, give them the next offsets and ``leader_epoch``, append them all or none.
 
         CorruptRecordBatch (InvalidRecord included) or RecordTooLarge, and nothing appended, if any
-        batch is bad. ``last_offset_delta`` stays as the producer set it.
+        batch is bad; InvalidProducerEpoch or OutOfOrderSequence if an idempotent producer's batch
+        breaks its epoch or sequence. A retry of a batch still remembered appends nothing and answers
+        with the stored batch (``AppendInfo.duplicate``). ``last_offset_delta`` stays as the producer
+        set it.
         """
         view, batches = _checked(records)
         if not batches:
@@ -260,14 +288,19 @@ class Log:
         data = bytearray(view)
         with self._lock:
             self._require_open()
-            first = offset = self._log_end_offset
+            first = self._log_end_offset
+            bases = list(accumulate((h.last_offset_delta + 1 for h, _, _ in batches[:-1]), initial=first))
+            check = self._producers.check_leader_append(zip((h for h, _, _ in batches), bases, strict=True))
+            if check.duplicate is not None:
+                return AppendInfo.of_duplicate(check.duplicate)
             infos: list[BatchInfo] = []
-            for header, position, size in batches:
-                restamp_in_place(data, position, offset, leader_epoch)
-                offset += header.last_offset_delta + 1
-                infos.append((offset - 1, header.max_timestamp, size))
+            for (header, position, size), base in zip(batches, bases, strict=True):
+                restamp_in_place(data, position, base, leader_epoch)
+                infos.append((base + header.last_offset_delta, header.max_timestamp, size))
             self._epochs.assign(leader_epoch, first)
-            return self._append(data, infos, batches, first, now_ms)
+            info = self._append(data, infos, batches, first, now_ms)
+            self._producers.apply(check.updates)
+            return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
         """Append batches as the leader stamped them; they must start at the log end and go forward."""
@@ -287,7 +320,10 @@ class Log:
                 expected = header.next_offset
             for header, _, _ in batches:
                 self._epochs.assign(header.partition_leader_epoch, header.base_offset)
-            return self._append(view, infos, batches, batches[0][0].base_offset, None)
+            info = self._append(view, infos, batches, batches[0][0].base_offset, None)
+            for header, _, _ in batches:
+                self._producers.apply_replicated(header)
+            return info
 
     def _append(
         self,
@@ -335,13 +371,15 @@ class Log:
 
     def _roll(self) -> Segment:
         """A new active segment at the log end; the old one is sealed and fsynced, so the recovery
-        point moves to the new base (Kafka flushes it in the background; here the append waits)."""
+        point moves to the new base (Kafka flushes it in the background; here the append waits).
+        The producer state at the new base is snapshotted."""
         old = self._segments[-1]
         new = Segment.create(self.directory, self._log_end_offset, self.config.index_interval_bytes)
         fsync_directory(self.directory)
         old.seal()
         self._segments = (*self._segments, new)
         self._recovery_point = max(self._recovery_point, new.base_offset)
+        self._take_snapshot(new.base_offset)
         return new
 
     # -- reading
@@ -426,6 +464,7 @@ class Log:
                 self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
                 self._recovery_point = min(self._recovery_point, self._log_end_offset)
             self._epochs.truncate_from_end(self._log_end_offset)
+            self._truncate_producer_state()
             return self._log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -442,6 +481,8 @@ class Log:
             fsync_directory(self.directory)
             self._log_start_offset = self._log_end_offset = self._recovery_point = offset
         self._epochs.clear()
+        self._producers = ProducerStateTable()
+        self._snapshots.delete_all()
 
     # -- retention
 
@@ -474,11 +515,92 @@ class Log:
                 for segment in segments[:count]:
                     segment.delete()
             self._epochs.truncate_from_start(self._log_start_offset)
+            self._snapshots.delete_outside(self._log_start_offset, self._log_end_offset)
             log.info(
                 "%s: retention deleted %d segment(s); log start offset now %d",
                 self.topic_partition, count, self._log_start_offset,
             )  # fmt: skip
             return count
+
+    # -- producer state
+
+    @property
+    def producer_count(self) -> int:
+        """Idempotent producers with state in this partition."""
+        return len(self._producers)
+
+    def producer_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        """A producer's state here (an immutable entry), None if it has none."""
+        return self._producers.get(producer_id)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Forget producers idle for ``producer_id_expiration_ms``; returns how many. The broker calls
+        it periodically (Kafka: every producer.id.expiration.check.interval.ms, 10 minutes)."""
+        with self._lock:
+            self._require_open()
+            now = wall_clock_ms() if now_ms is None else now_ms
+            gone = self._producers.remove_expired(now, self.config.producer_id_expiration_ms)
+        if gone:
+            log.info("%s: expired producer ids %s", self.topic_partition, gone)
+        return len(gone)
+
+    def _load_producer_state(self, *, clean: bool) -> None:
+        """At open: the latest good snapshot inside the log, then the batches after it.
+
+        Every roll and close writes a snapshot, and only a roll or a clean shutdown flushes; so a
+        cleanly closed log without one was written before producer state existed (or holds nothing)
+        and is not read at all, as in Kafka.
+        """
+        self._snapshots.delete_outside(self._log_start_offset, self._log_end_offset)
+        if clean and self._snapshots.latest() is None:
+            self._take_snapshot(self._log_end_offset)
+        else:
+            self._reload_producer_state()
+
+    def _truncate_producer_state(self) -> None:
+        """After a truncation: snapshots past the new end go and the state is rebuilt from those left.
+        A state that was empty stays empty, and nothing is read (logs without idempotent producers)."""
+        self._snapshots.delete_outside(self._log_start_offset, self._log_end_offset)
+        if len(self._producers):
+            self._reload_producer_state()
+
+    def _reload_producer_state(self) -> None:
+        """The state of the latest readable snapshot (expired producers left out), or an empty one at
+        the log start, brought to the log end by replaying the batches after it; snapshotted there."""
+        loaded = self._snapshots.load_latest(wall_clock_ms(), self.config.producer_id_expiration_ms)
+        start, entries = loaded if loaded is not None else (self._log_start_offset, [])
+        self._producers = ProducerStateTable(entries)
+        self._replay_producers(start)
+        self._take_snapshot(self._log_end_offset)
+
+    def _replay_producers(self, start: int) -> None:
+        """Apply every batch from ``start`` to the log end, unchecked, reading headers only. On the way,
+        snapshot at the bases of the last two segments, so a later truncation replays little (Kafka)."""
+        segments = self._segments
+        snapshot_bases = {segment.base_offset for segment in segments[-2:]}
+        for segment in segments:
+            if segment.next_offset <= start:
+                continue
+            if segment.base_offset in snapshot_bases:
+                self._take_snapshot(segment.base_offset)
+            try:
+                for header in segment.batch_headers(max(start, segment.base_offset)):
+                    self._producers.apply_replicated(header)
+            except InvalidBytes as exc:  # a segment trusted at open is not checked: fetches fail there too
+                log.warning(
+                    "%s: producer state skips the rest of %s: %s",
+                    self.topic_partition,
+                    segment.path.name,
+                    exc,
+                )
+
+    def _take_snapshot(self, offset: int, *, sync: bool = False) -> None:
+        """Snapshot the state, which must be that of the log before ``offset``, unless it has not
+        advanced: a snapshot at or after ``offset`` exists, or ``offset`` is the log start. Only the
+        one written on close is fsynced (as in Kafka): a clean start may rely on it."""
+        latest = self._snapshots.latest()
+        if offset > (latest if latest is not None else self._log_start_offset):
+            self._snapshots.write(offset, self._producers.entries(), sync=sync)
 
     # -- durability and lifetime
 
@@ -496,19 +618,28 @@ class Log:
             self._recovery_point = log_end
 
     def close(self) -> None:
-        """Close every file (without a flush: call :meth:`flush` first for a clean shutdown)."""
+        """Snapshot the producer state and close every file (without a flush of the segments: call
+        :meth:`flush` first for a clean shutdown)."""
+        self._close(snapshot=True)
+
+    def delete(self) -> None:
+        """Close the log and remove its directory."""
+        self._close(snapshot=False)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _close(self, *, snapshot: bool) -> None:
         with self._lock:
             if self._closed:
                 return
+            try:
+                if snapshot:
+                    self._take_snapshot(self._log_end_offset, sync=True)
+            except OSError as exc:
+                log.warning("%s: no producer snapshot written on close: %s", self.topic_partition, exc)
             with self._changing():
                 self._closed = True
                 for segment in self._segments:
                     segment.close()
-
-    def delete(self) -> None:
-        """Close the log and remove its directory."""
-        self.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
 
     # -- leader epochs
 

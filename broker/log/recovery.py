@@ -17,12 +17,17 @@ from pathlib import Path
 
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.index import CorruptIndex
-from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, InvalidBytes, Segment
+from broker.log.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    InvalidBytes,
+    Segment,
+    offset_from_file_name,
+)
 from protocol.record_batch import RecordBatchHeader
 
 log = logging.getLogger("broker.log")
-
-_BASE_DIGITS = 20
 
 
 @dataclass(frozen=True)
@@ -42,11 +47,6 @@ class Loaded:
     """(segment file, why) for each segment whose indexes were rebuilt without losing data."""
 
 
-def _base_offset(path: Path) -> int | None:
-    stem = path.name.removesuffix(path.suffix)
-    return int(stem) if len(stem) == _BASE_DIGITS and stem.isdigit() else None
-
-
 def load_segments(
     directory: Path, index_interval_bytes: int, recovery_point: int, epochs: LeaderEpochCache
 ) -> Loaded:
@@ -56,7 +56,9 @@ def load_segments(
     a scan never rewinds the cache). A missing or corrupt cache makes every segment checked, so the
     epochs are rebuilt from the first batch on.
     """
-    bases = sorted({b for p in directory.glob(f"*{LOG_SUFFIX}") if (b := _base_offset(p)) is not None})
+    bases = sorted(
+        {b for p in directory.glob(f"*{LOG_SUFFIX}") if (b := offset_from_file_name(p)) is not None}
+    )
     _delete_orphan_indexes(directory, bases)
     segments = [Segment.open(directory, base, index_interval_bytes) for base in bases]
     rebuild_epochs = not epochs.trusted and any(s.size for s in segments)
@@ -94,7 +96,7 @@ def load_segments(
 def _delete_orphan_indexes(directory: Path, bases: list[int]) -> None:
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         for path in directory.glob(f"*{suffix}"):
-            if _base_offset(path) not in bases:
+            if offset_from_file_name(path) not in bases:
                 log.info("%s: deleting %s, whose segment is gone", directory.name, path.name)
                 path.unlink()
 

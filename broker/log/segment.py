@@ -34,6 +34,7 @@ HEADER_WALK_CHUNK = 8192
 SCAN_CHUNK = 1 << 20
 """Bytes read at a time by a recovery scan, which checks every batch's CRC."""
 
+_OFFSET_DIGITS = 20
 _SPAN = struct.Struct(">qi")  # base_offset, batch_length
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _LAST_OFFSET_DELTA_AT = 23
@@ -43,9 +44,15 @@ BatchInfo = tuple[int, int, int]
 """What a segment needs to know of each appended batch: (last offset, max timestamp, size)."""
 
 
-def file_name(base_offset: int, suffix: str) -> str:
-    """Kafka's segment file name: the base offset, zero-padded to 20 digits."""
-    return f"{base_offset:020d}{suffix}"
+def file_name(offset: int, suffix: str) -> str:
+    """Kafka's name for a segment's files and for snapshots: the offset, zero-padded to 20 digits."""
+    return f"{offset:0{_OFFSET_DIGITS}d}{suffix}"
+
+
+def offset_from_file_name(path: Path) -> int | None:
+    """The offset a file is named after (``<20 digits>.<suffix>``), None for any other name."""
+    stem = path.name.removesuffix(path.suffix)
+    return int(stem) if len(stem) == _OFFSET_DIGITS and stem.isdigit() else None
 
 
 def wall_clock_ms() -> int:
@@ -276,6 +283,13 @@ class Segment:
         return os.fstat(self._fd).st_mtime_ns // 1_000_000
 
     # -- reading
+
+    def batch_headers(self, offset: int) -> Iterator[RecordBatchHeader]:
+        """The headers of the batches holding offsets >= ``offset``, read without their records."""
+        start = self.offset_index.lookup(offset)
+        for _, header, _ in walk(self._fd, start, self.size, whole=False, chunk=HEADER_WALK_CHUNK):
+            if header.last_offset >= offset:
+                yield header
 
     def find(self, offset: int, end: int) -> tuple[int, RecordBatchHeader] | None:
         """The first batch holding an offset >= ``offset`` within the first ``end`` bytes, if any."""

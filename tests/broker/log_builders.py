@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from pathlib import Path
 
 import crc32c
@@ -21,6 +22,21 @@ def batch(records: int = 1, *, value_size: int = 10, timestamp: int = 0, base_of
         [(None, bytes(value_size))] * records,
         base_offset,
         timestamps=[timestamp + i for i in range(records)],
+    )
+
+
+def producer_batch(
+    producer_id: int, epoch: int, sequence: int, records: int = 1, *, timestamp: int | None = None
+) -> bytes:
+    """An idempotent producer's batch: ``records`` records from ``sequence`` on, stamped like batch()
+    from ``timestamp`` (now if None: older producer state expires when a snapshot is loaded)."""
+    ts = time.time_ns() // 1_000_000 if timestamp is None else timestamp
+    return build_batch(
+        [(None, b"v")] * records,
+        timestamps=[ts + i for i in range(records)],
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
     )
 
 

@@ -1,9 +1,11 @@
-"""Random appends, truncations, crashes and reopens against a list of batches: the log must agree."""
+"""Random appends, truncations, crashes and reopens against a list of batches: the log must agree,
+also on an idempotent producer's last batch."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +14,11 @@ from hypothesis import strategies as st
 
 from broker.log import Log, LogConfig
 from protocol.record_batch import parse_header, with_base_offset_and_epoch
-from tests.broker.log_builders import TP, batch, read_all
+from tests.broker.log_builders import TP, batch, producer_batch, read_all
+
+PID = 77
+NOW_MS = time.time_ns() // 1_000_000
+"""Producer batches are stamped now, or a reopen would expire the producer."""
 
 
 @dataclass
@@ -42,6 +48,14 @@ class Model:
             first.setdefault(header.partition_leader_epoch, header.base_offset)
         return tuple(first.items())
 
+    def last_of_producer(self) -> tuple[int, int] | None:
+        """(last sequence, last offset) of the producer's last batch in the log, if any."""
+        for raw in reversed(self.batches):
+            header = parse_header(raw)
+            if header.producer_id == PID:
+                return header.base_sequence + header.last_offset_delta, header.last_offset
+        return None
+
     def records(self) -> list[tuple[int, int]]:
         """(offset, timestamp) of every record: batch() stamps record i with base timestamp + i."""
         out = []
@@ -56,10 +70,12 @@ appends = st.tuples(
     st.lists(st.tuples(st.integers(1, 4), st.integers(0, 80), st.integers(0, 1000)), min_size=1, max_size=3),
     st.booleans(),
 )
+produces = st.tuples(st.just("produce"), st.integers(1, 4))
+"""A batch of that many records from an idempotent producer, at its next sequence."""
 truncations = st.tuples(st.just("truncate"), st.floats(0, 1.1))
 reopens = st.tuples(st.just("reopen"), st.booleans(), st.integers(0, 40))
 """(flush first, bytes torn off the last segment while closed: a crash mid-write)"""
-ops = st.lists(st.one_of(appends, appends, truncations, reopens), max_size=14)
+ops = st.lists(st.one_of(appends, appends, produces, truncations, reopens), max_size=14)
 configs = st.builds(LogConfig, segment_bytes=st.integers(150, 1200), index_interval_bytes=st.integers(0, 400))
 
 
@@ -87,6 +103,9 @@ def _check(log: Log, model: Model, targets: list[int]) -> None:
     for target in targets:
         expected = next(((o, t) for o, t in records if t >= target), None)
         assert log.offset_for_timestamp(target) == expected
+    entry = log.producer_entry(PID)
+    last = model.last_of_producer()
+    assert (entry.batches[-1].last_seq, entry.batches[-1].last_offset) == last if entry else last is None
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,6 +122,11 @@ def test_the_log_behaves_like_a_list_of_batches(config: LogConfig, script: list,
                 raws = [batch(n, value_size=size, timestamp=ts) for n, size, ts in specs]
                 log.append_as_leader(b"".join(raws), model.epoch)
                 model.append(raws, model.epoch)
+            elif op == "produce":
+                last = model.last_of_producer()
+                raw = producer_batch(PID, 0, last[0] + 1 if last else 0, args[0], timestamp=NOW_MS)
+                log.append_as_leader(raw, model.epoch)
+                model.append([raw], model.epoch)
             elif op == "truncate":
                 target = int(args[0] * (model.log_end_offset + 1))
                 model.truncate_to(target)

@@ -157,3 +157,12 @@ def test_unknown_and_deleted_topics_are_not_served_from_old_encodings() -> None:
     update(client.cache, {"a": [{**state(0, 1), "leader": -2}]})  # deletion removes the partition
     (topic,) = client.metadata(1, ["a"])["topics"]
     assert topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic["partitions"] == []
+
+
+def test_the_controller_id_clients_see_is_a_live_broker_never_the_controller_daemon() -> None:
+    from broker.metadata_api import admin_node
+    from broker.metadata_cache import CachedBroker, Snapshot
+
+    brokers = {b: CachedBroker(b, {"PLAINTEXT": ("127.0.0.1", 9000 + b)}) for b in (3, 2, 5)}
+    assert admin_node(Snapshot(controller_id=100, brokers=brokers), own_id=5) == 2
+    assert admin_node(Snapshot(controller_id=100), own_id=5) == 5  # cold cache: itself

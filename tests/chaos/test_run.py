@@ -36,9 +36,14 @@ FIELDS = {
     "run_finished": {"run_id", "acked", "failed", "consumed", "duration_s"},
     "availability": {"by_fault"},
     "replicas_verified": {"partitions", "consistent", "divergences"},
-    "produce_acked": {"topic", "acks", "partition", "offset", "value", "latency_ms"},
+    "produce_acked": {"topic", "acks", "idempotent", "partition", "offset", "value", "latency_ms"},
     "produce_failed": {"topic", "acks", "partition", "value", "error", "latency_ms"},
     "consumed": {"topic", "partition", "offset", "value"},
+    "group_consumed": {"member", "topic", "partition", "offset", "value"},
+    "group_committed": {"member", "group", "topic", "partition", "offset"},
+    "group_commit_failed": {"member", "group", "error", "partition"},
+    "group_assigned": {"member", "group", "partitions"},
+    "group_revoked": {"member", "group", "partitions"},
 }
 """docs/events.md#chaos-kinds: every line has exactly these fields after ts, node and kind."""
 
@@ -147,5 +152,13 @@ def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
     assert all(acked[v] in consumed.get(v, ()) for v in must_survive), (
         "acknowledged with acks=all, not read back"
     )
+    # the consumer group went through the faults and received every acknowledged record
+    group_values = {e["value"] for e in history if e["kind"] == "group_consumed"}
+    assert must_survive <= group_values, "acknowledged with acks=all, never consumed by the group"
+    assert {e["member"] for e in history if e["kind"] == "group_committed"} == {
+        "member-0",
+        "member-1",
+        "member-2",
+    }
     processes = launcher.load_state(cluster)["processes"]
     assert all(launcher.alive(p["pid"]) and not _stopped(p["pid"]) for p in processes), "all running"

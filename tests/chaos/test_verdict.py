@@ -106,3 +106,47 @@ def test_an_acks1_record_lost_with_its_leader_is_reported_and_does_not_fail_the_
     verdict = judge([acked("a", 0, 0), consumed("a", 0, 0), *loose])
     assert verdict.ok
     assert (verdict.acked, verdict.acked_acks1, verdict.lost_acks1) == (1, 2, ["r-acks1-000001"])
+
+
+def group_line(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"kind": kind, "member": "member-0", "group": "chaos-run", "topic": TOPIC, **fields}
+
+
+def test_the_group_must_consume_every_acknowledged_record_and_never_commit_backwards() -> None:
+    lines = [
+        acked("v0", 0, 0),
+        acked("v1", 0, 1),
+        group_line("group_assigned", partitions=[0]),
+        group_line("group_consumed", partition=0, offset=0, value="v0"),
+        group_line("group_committed", partition=0, offset=1),
+        group_line("group_committed", partition=0, offset=1),
+        consumed("v0", 0, 0),
+        consumed("v1", 0, 1),
+    ]
+    verdict = judge(lines)
+    assert verdict.group_missed == ["v1"] and not verdict.ok
+    lines += [
+        group_line("group_consumed", partition=0, offset=1, value="v1"),
+        group_line("group_committed", partition=0, offset=2),
+    ]
+    assert judge(lines).ok
+    backwards = judge([*lines, group_line("group_committed", partition=0, offset=1)])
+    assert backwards.commits_backwards == ["chaos-0: 1 committed by member-0 after 2"]
+    assert not backwards.ok
+
+
+def test_a_run_without_a_group_judges_no_group() -> None:
+    verdict = judge([acked("v0", 0, 0), consumed("v0", 0, 0)])
+    assert verdict.ok and verdict.group_missed == [] and verdict.group_consumed == 0
+
+
+def test_an_idempotent_producers_duplicates_are_never_explained_as_resends() -> None:
+    lines = [
+        {**acked("v0", 0, 1), "idempotent": True},
+        consumed("v0", 0, 0),
+        consumed("v0", 0, 1),
+    ]
+    verdict = judge(lines)
+    assert verdict.duplicated == ["v0"] and verdict.resent == [] and not verdict.ok
+    plain = judge([acked("v0", 0, 1), consumed("v0", 0, 0), consumed("v0", 0, 1)])
+    assert plain.resent == ["v0"] and plain.ok

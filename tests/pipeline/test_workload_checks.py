@@ -124,6 +124,21 @@ def test_a_copy_resent_by_the_client_is_counted_not_failed(tmp_path: Path, read:
             assert result.examples[0]["rule"] == "value consumed at more than one place"
 
 
+def test_an_idempotent_producers_copies_are_never_explained_as_resends(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    chaos_run(cluster_log)
+    twice = f"{RUN}-twice"
+    cluster_log.workload(
+        "produce_acked", topic="chaos", partition=0, offset=4, value=twice, latency_ms=9.0, idempotent=True
+    )
+    for offset in (3, 4):
+        cluster_log.workload("consumed", topic="chaos", partition=0, offset=offset, value=twice)
+    result = workload_no_duplicates(read(cluster_log).history)
+    assert (result.verdict, result.violations) == ("failed", 1)
+    assert result.details == {"resent": 0}
+
+
 def test_an_acknowledged_value_read_back_only_elsewhere_is_misplaced(
     cluster_log: ClusterLog, read: Read
 ) -> None:

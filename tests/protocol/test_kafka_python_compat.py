@@ -68,6 +68,35 @@ from kafka.protocol.old.types import BitField as OldBitField  # noqa: E402
 from kafka.protocol.old.types import Schema as OldSchema  # noqa: E402
 from kafka.protocol.producer import ProduceRequest, ProduceResponse  # noqa: E402
 
+kafka_groups = pytest.importorskip("kafka.protocol.consumer.group")
+from kafka.protocol.admin.groups import (  # noqa: E402
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from kafka.protocol.consumer.group import (  # noqa: E402
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kafka.protocol.metadata.find_coordinator import (  # noqa: E402
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse  # noqa: E402
+
 CLIENT_CLASSES: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
     ApiKey.METADATA: (MetadataRequest, MetadataResponse),
@@ -75,6 +104,17 @@ CLIENT_CLASSES: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.FETCH: (FetchRequest, FetchResponse),
     ApiKey.LIST_OFFSETS: (ListOffsetsRequest, ListOffsetsResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    ApiKey.FIND_COORDINATOR: (FindCoordinatorRequest, FindCoordinatorResponse),
+    ApiKey.JOIN_GROUP: (JoinGroupRequest, JoinGroupResponse),
+    ApiKey.SYNC_GROUP: (SyncGroupRequest, SyncGroupResponse),
+    ApiKey.HEARTBEAT: (HeartbeatRequest, HeartbeatResponse),
+    ApiKey.LEAVE_GROUP: (LeaveGroupRequest, LeaveGroupResponse),
+    ApiKey.OFFSET_COMMIT: (OffsetCommitRequest, OffsetCommitResponse),
+    ApiKey.OFFSET_FETCH: (OffsetFetchRequest, OffsetFetchResponse),
+    ApiKey.LIST_GROUPS: (ListGroupsRequest, ListGroupsResponse),
+    ApiKey.DESCRIBE_GROUPS: (DescribeGroupsRequest, DescribeGroupsResponse),
+    ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, DeleteGroupsResponse),
+    ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
 }
 HAND_WRITTEN_CLASSES: dict[ApiKey, tuple[list[Any], list[Any]]] = {
     ApiKey.API_VERSIONS: (old_api_versions.ApiVersionsRequest, old_api_versions.ApiVersionsResponse),
@@ -168,6 +208,10 @@ def _as_client_reads(key: ApiKey, body: dict[str, Any]) -> dict[str, Any]:
         body["authorized_operations"] = _bitfield(body.pop("cluster_authorized_operations"))
         for topic in body["topics"]:
             topic["authorized_operations"] = _bitfield(topic.pop("topic_authorized_operations"))
+    if key == ApiKey.DESCRIBE_GROUPS:
+        for group in body["groups"]:
+            if "authorized_operations" in group:
+                group["authorized_operations"] = _bitfield(group["authorized_operations"])
     return body
 
 
@@ -271,8 +315,13 @@ def test_our_responses_decode_in_hand_written_schemas(case, data, correlation_id
 
 
 def test_every_data_plane_version_is_cross_checked():
-    """The hand-written schemas reach every version implemented; the client classes the recent ones."""
+    """Every version implemented is checked against at least one of kafka-python's implementations:
+    the hand-written schemas reach every version of the older data-plane APIs, the client classes the
+    recent ones and every version of the group and producer-id APIs."""
     for key in CLIENT_CLASSES:
+        checked = {v for k, v in [*HAND_WRITTEN_CASES, *CLIENT_CASES] if k == key}
+        assert checked == set(SUPPORTED_VERSIONS[key]), ApiKey(key).name
+    for key in HAND_WRITTEN_CLASSES:
         assert {v for k, v in HAND_WRITTEN_CASES if k == key} == set(SUPPORTED_VERSIONS[key])
     assert {v for k, v in CLIENT_CASES if k == ApiKey.FETCH} == set(range(4, 12))
     assert {v for k, v in CLIENT_CASES if k == ApiKey.PRODUCE} == set(range(3, 9))
