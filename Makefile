@@ -72,6 +72,7 @@ bench: install
 	$(PY) -m bench.controlled_shutdown
 	$(PY) -m bench.control_latency
 	$(PY) -m bench.produce
+	$(PY) -m bench.groups
 
 # A cluster of its own in .run/chaos, broken for 100 s, then audited (under four minutes in all). As root, every node is in
 # a network namespace of its own and the faults include network partitions and ZooKeeper trouble on

@@ -4,7 +4,9 @@ Kafka's ZooKeeper-era allocation (reference §2.2): the znode holds the latest b
 ``{"version":1,"broker":N,"block_start":"<first>","block_end":"<last>"}`` with the ids as decimal
 strings. A broker claims the next block with a write conditional on the version it read and
 re-reads on a conflict, so two brokers never hand out the same id. InitProducerId without a
-transactional id always gets a fresh id with epoch 0 (Kafka's rule); transactions are not supported.
+transactional id always gets a fresh id with epoch 0 (Kafka's rule). Transactions are not supported:
+a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients report at
+once as a fatal error (no transactional id is allowed here), where any other error would be retried.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ class InitProducerIdApi:
                 transactional_id,
                 request.header.client_id,
             )
-            return _answer(ErrorCode.INVALID_REQUEST)
+            return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
             return _answer(ErrorCode.INVALID_REQUEST)
         claimed = asyncio.run_coroutine_threadsafe(self.manager.next_id(), self.loop)

@@ -91,7 +91,9 @@ class GroupApis:
         if key_type == KEY_TYPE_TRANSACTION:
             return {
                 **answer,
-                "error_code": ErrorCode.INVALID_REQUEST,
+                # the one error every client takes as fatal at once for a transactional id (any
+                # other is retried until the client's timeout); the message says why
+                "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                 "error_message": TRANSACTIONS_UNSUPPORTED,
             }
         if key_type != KEY_TYPE_GROUP:
