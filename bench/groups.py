@@ -12,7 +12,11 @@ One ZooKeeper, one controller and three ``python -m broker`` processes with Kafk
    librdkafka takes them, with ``enable.idempotence`` false, then true; the ratio idempotent/plain.
    librdkafka caps an idempotent producer at 5 requests in flight per broker (a plain one is
    unlimited by default), so a plain producer capped the same way is measured too: idempotent /
-   plain-at-5 is what the brokers' producer-state checks cost.
+   plain-at-5 is what the brokers' producer-state checks cost together with librdkafka's own
+   idempotent bookkeeping.
+3. **The broker's share**: the same 20-record batches appended straight to a partition log in this
+   process, without and with producer ids (``Log.append_as_leader``), batches per second and the
+   ratio: what the producer-state checks cost a leader, with no client or network in the way.
 
 Results go to bench/results/groups.json and a table on stdout.
 
@@ -27,6 +31,7 @@ import contextlib
 import json
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -203,6 +208,37 @@ async def run(records: int, sizes: list[int], workdir: Path, zk_connect: str) ->
                 process.stop(timeout=60)
 
 
+def log_append(batches: int) -> dict[str, Any]:
+    from broker.log import Log, LogConfig
+    from protocol.record_batch import build_batch
+
+    records = [(None, b"x" * RECORD_BYTES)] * 20
+    variants = {
+        "plain": [build_batch(records) for _ in range(batches)],
+        "idempotent": [
+            build_batch(records, producer_id=7, producer_epoch=0, base_sequence=i * 20)
+            for i in range(batches)
+        ],
+    }
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(3):
+        for name, data in variants.items():
+            with tempfile.TemporaryDirectory() as directory:
+                log = Log.open(Path(directory) / "bench-0", LogConfig())
+                started = time.perf_counter()
+                for batch in data:
+                    log.append_as_leader(batch, 0)
+                rates[name].append(batches / (time.perf_counter() - started))
+                log.close()
+    plain, idempotent = (statistics.median(rates[n]) for n in ("plain", "idempotent"))
+    return {
+        "batches": batches,
+        "plain_batches_per_s": round(plain),
+        "idempotent_batches_per_s": round(idempotent),
+        "ratio_idempotent_to_plain": round(idempotent / plain, 3),
+    }
+
+
 def table(results: dict[str, Any]) -> str:
     lines = [f"{'members':>7} {'formed s':>9} {'rebalance s':>12} {'x 2 members':>12}"]
     for r in results["rebalance"]:
@@ -213,6 +249,11 @@ def table(results: dict[str, Any]) -> str:
         f"acks=all produce: plain {p['plain_records_per_s']} records/s, plain at 5 in flight "
         f"{p['plain_5_in_flight_records_per_s']}, idempotent {p['idempotent_records_per_s']} "
         f"(ratios {p['ratio_idempotent_to_plain']} and {p['ratio_idempotent_to_plain_5_in_flight']})"
+    )
+    a = results["log_append"]
+    lines.append(
+        f"log append: plain {a['plain_batches_per_s']} batches/s, idempotent {a['idempotent_batches_per_s']} "
+        f"(ratio {a['ratio_idempotent_to_plain']})"
     )
     return "\n".join(lines)
 
@@ -234,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     with zookeeper_workdir("groups-bench-") as (server, workdir):
         started = time.time()
         results = asyncio.run(run(records, sizes, workdir, server.connect_string))
+    results["log_append"] = log_append(1000 if args.quick else 5000)
     print(table(results))
     report = {
         "benchmark": "groups",
