@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import statistics
 import sys
@@ -38,15 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import machine, write_report
+from bench.three_brokers import three_brokers
 from bench.zookeeper import zookeeper_workdir
-from cluster.processes import BrokerProcess, ControllerProcess
 from daemon.runtime import die_with_parent
-from zkstore.admin import create_topic
-from zkstore.aio import AsyncZooKeeper
 
 TOPIC = "bench-groups"
 PARTITIONS = 60
-BROKERS = (1, 2, 3)
 RECORD_BYTES = 1024
 ASSIGN_TIMEOUT_S = 120.0
 
@@ -157,21 +153,9 @@ def produce_rate(
 
 
 async def run(records: int, sizes: list[int], workdir: Path, zk_connect: str) -> dict[str, Any]:
-    brokers = [BrokerProcess(b, zk_connect, workdir) for b in BROKERS]
-    controller = ControllerProcess(100, zk_connect, workdir)
-    processes: list[Any] = [*brokers, controller]
-    zk = AsyncZooKeeper(zk_connect)
-    try:
-        for process in processes:
-            process.start()
-        for broker in brokers:
-            await broker.wait_kind("broker_started", timeout=60)
-        await controller.wait_kind("failover_complete", timeout=60)
-        await zk.start()
-        await create_topic(
-            zk, TOPIC, {p: tuple(BROKERS[(p + i) % 3] for i in range(3)) for p in range(PARTITIONS)}
-        )
-        servers = ",".join("{}:{}".format(*b.endpoint("PLAINTEXT")) for b in brokers)
+    async with three_brokers(workdir, zk_connect) as cluster:
+        await cluster.topic(TOPIC, PARTITIONS)
+        servers = cluster.servers
         results: dict[str, Any] = {"rebalance": []}
         for size in [2, *sizes]:
             print(f"group of {size}: forming, then one member leaves", flush=True)
@@ -201,11 +185,6 @@ async def run(records: int, sizes: list[int], workdir: Path, zk_connect: str) ->
             "ratio_idempotent_to_plain_5_in_flight": round(i / c, 3),
         }
         return results
-    finally:
-        await zk.close()
-        for process in processes:
-            with contextlib.suppress(Exception):
-                process.stop(timeout=60)
 
 
 def log_append(batches: int) -> dict[str, Any]:

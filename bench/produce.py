@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import json
 import os
 import shutil
@@ -31,20 +30,16 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from bench.machine import machine, write_report
+from bench.three_brokers import BROKERS, three_brokers
 from bench.zookeeper import zookeeper_workdir
-from cluster.processes import BrokerProcess, ControllerProcess, Event
 from daemon.runtime import die_with_parent
-from zkstore.admin import create_topic
-from zkstore.aio import AsyncZooKeeper
 
 TOPIC = "bench-produce"
 RECORD_BYTES = 1024
-BROKERS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -238,40 +233,15 @@ def profile(pid: int, seconds: float, out: Path) -> dict[str, Any]:
     }
 
 
-def _took_role(event: Event, *, partition: int) -> bool:
-    """The broker became leader or follower of ``partition`` of the benchmark's topic."""
-    return (
-        event["kind"] in ("become_leader", "become_follower")
-        and event.get("topic") == TOPIC
-        and event.get("partition") == partition
-    )
-
-
 async def run(settings: Settings, workdir: Path, zk_connect: str) -> dict[str, Any]:
-    brokers = [
-        BrokerProcess(
-            b, zk_connect, workdir, num_io_threads=settings.io_threads, replica_lag_time_max_ms=30000
-        )
-        for b in BROKERS
-    ]
-    controller = ControllerProcess(100, zk_connect, workdir)
-    processes: list[Any] = [*brokers, controller]
-    zk = AsyncZooKeeper(zk_connect)
-    try:
-        for process in processes:
-            process.start()
-        for broker in brokers:
-            await broker.wait_kind("broker_started", timeout=60)
-        await controller.wait_kind("failover_complete", timeout=60)
-        await zk.start()
-        replicas = {p: tuple(BROKERS[(p + i) % 3] for i in range(3)) for p in range(settings.partitions)}
-        await create_topic(zk, TOPIC, replicas)
-        for broker in brokers:
-            for p in (p for p, r in replicas.items() if broker.broker_id in r):
-                await broker.wait_event(partial(_took_role, partition=p), timeout=60)
-        servers = ",".join("{}:{}".format(*b.endpoint("PLAINTEXT")) for b in brokers)
+    async with three_brokers(
+        workdir, zk_connect, num_io_threads=settings.io_threads, replica_lag_time_max_ms=30000
+    ) as cluster:
+        replicas = await cluster.topic(TOPIC, settings.partitions)
+        servers = cluster.servers
         loop = asyncio.get_running_loop()
-        leader_pid = next(b for b in brokers if b.broker_id == replicas[0][0]).process.pid  # type: ignore[union-attr]
+        leader = next(b for b in cluster.brokers if b.broker_id == replicas[0][0])
+        leader_pid = leader.process.pid  # type: ignore[union-attr]
         results: dict[str, Any] = {}
         produced = 0
         for acks in ("all", "1"):
@@ -296,11 +266,6 @@ async def run(settings: Settings, workdir: Path, zk_connect: str) -> dict[str, A
         print("consuming everything back", flush=True)
         results["consumer"] = await loop.run_in_executor(None, consume_all, servers, settings, produced)
         return results
-    finally:
-        await zk.close()
-        for process in processes:
-            with contextlib.suppress(Exception):
-                process.stop(timeout=60)
 
 
 def table(results: dict[str, Any]) -> str:

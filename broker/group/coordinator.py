@@ -255,6 +255,23 @@ class GroupCoordinator:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
+    def _member_group(
+        self, group_id: str, member_id: str, instance_id: str | None, *, loading: ErrorCode
+    ) -> Group | ErrorCode:
+        """The group of a current member, or the error SyncGroup and Heartbeat answer (``loading``
+        while its partition loads: each of them answers that differently)."""
+        error = self._status(group_id)
+        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return loading
+        if error:
+            return error
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return self._member_error(group, member_id, instance_id) or group
+
     @staticmethod
     def _member_error(group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
         """Kafka's validateCurrentMember: a static member's id must be the one mapped to its instance."""
@@ -600,19 +617,11 @@ class GroupCoordinator:
         protocol_type: str | None,
         protocol: str | None,
     ) -> ErrorCode:
-        error = self._status(group_id)
-        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            return ErrorCode.REBALANCE_IN_PROGRESS  # old clients do not know error 14
-        if error:
-            return error
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._member_error(group, member_id, instance_id)
-        if error:
-            return error
+        # old clients do not know error 14
+        found = self._member_group(group_id, member_id, instance_id, loading=ErrorCode.REBALANCE_IN_PROGRESS)
+        if isinstance(found, ErrorCode):
+            return found
+        group = found
         if generation != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
@@ -649,19 +658,11 @@ class GroupCoordinator:
     async def heartbeat(
         self, group_id: str, generation: int, member_id: str, instance_id: str | None
     ) -> ErrorCode:
-        error = self._status(group_id)
-        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            return ErrorCode.NONE  # the member's session is judged once loaded
-        if error:
-            return error
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._member_error(group, member_id, instance_id)
-        if error:
-            return error
+        # while loading, the member's session is judged once loaded
+        found = self._member_group(group_id, member_id, instance_id, loading=ErrorCode.NONE)
+        if isinstance(found, ErrorCode):
+            return found
+        group = found
         if group.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if generation != group.generation:
