@@ -264,6 +264,29 @@ KEYS = (
         check=at_least(1),
         doc="follower connect and request timeout",
     ),
+    # -- topics created through the Admin API or on first use
+    ConfigKey(
+        "auto.create.topics.enable",
+        "bool",
+        True,
+        doc="a Metadata request for an unknown topic creates it (unless the request says not to)",
+    ),
+    ConfigKey(
+        "num.partitions", "int", 1, check=at_least(1), doc="partitions of a topic created without a count"
+    ),
+    ConfigKey(
+        "default.replication.factor",
+        "int",
+        1,
+        check=at_least(1),
+        doc="replication factor of a topic created without one",
+    ),
+    ConfigKey(
+        "delete.topic.enable",
+        "bool",
+        True,
+        doc="DeleteTopics is served (false: TOPIC_DELETION_DISABLED); set it like the controller's",
+    ),
     # -- consumer groups (the coordinator of the groups whose __consumer_offsets partition is led here)
     ConfigKey(
         "offsets.topic.num.partitions",
@@ -356,6 +379,18 @@ _MS_PER_HOUR = 3_600_000
 
 
 @dataclass(frozen=True)
+class TopicDefaults:
+    auto_create: bool = True
+    """auto.create.topics.enable"""
+    num_partitions: int = 1
+    """num.partitions"""
+    replication_factor: int = 1
+    """default.replication.factor"""
+    delete_topic_enable: bool = True
+    """delete.topic.enable"""
+
+
+@dataclass(frozen=True)
 class BrokerConfig:
     broker_id: int
     zookeeper_connect: str
@@ -395,6 +430,7 @@ class BrokerConfig:
     replica_socket_timeout_s: float = 30.0
     num_replica_fetchers: int = 1
     group: GroupConfig = field(default_factory=GroupConfig)
+    topics: TopicDefaults = field(default_factory=TopicDefaults)
     producer_id_expiration_ms: int = 86400000
     loaded: LoadedConfig | None = None
 
@@ -515,6 +551,12 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         replica_socket_timeout_s=loaded["replica.socket.timeout.ms"] / 1000.0,
         num_replica_fetchers=loaded["num.replica.fetchers"],
         group=_group_config(loaded),
+        topics=TopicDefaults(
+            auto_create=loaded["auto.create.topics.enable"],
+            num_partitions=loaded["num.partitions"],
+            replication_factor=loaded["default.replication.factor"],
+            delete_topic_enable=loaded["delete.topic.enable"],
+        ),
         producer_id_expiration_ms=loaded["producer.id.expiration.ms"],
         loaded=loaded,
     )

@@ -44,12 +44,16 @@ class MetadataApis:
         cluster_id: Callable[[], str | None],
         served: Callable[[], Collection[int]],
         checkpoint: Callable[[], None] | None = None,
+        auto_create: Callable[[str], ErrorCode] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.cache = cache
         self.own_endpoints = own_endpoints
         self.cluster_id = cluster_id
         self.served = served
+        self.auto_create = auto_create
+        """Creates an unknown topic a request names (auto.create.topics.enable) and returns the error
+        to answer meanwhile; None: never."""
         self.checkpoint = checkpoint or (lambda: None)
         """Called between topics: lets a control request in flight go first (KIP-291 in one interpreter)."""
 
@@ -67,11 +71,16 @@ class MetadataApis:
         cold = not snapshot.brokers
         requested = body["topics"]
         names = sorted(snapshot.topics) if requested is None else [t["name"] for t in requested]
+        # v1-v3 have no such field: Kafka lets them create topics
+        create = requested is not None and not cold and body.get("allow_auto_topic_creation", True)
         encode = message_codec(ApiKey.METADATA, version, "response").element_encoder("topics")
         topics: list[Encoded] = []
         for name in names:
             self.checkpoint()
-            topics.append(encode(self._topic(snapshot, name, version, cold)))
+            topic = self._topic(snapshot, name, version, cold)
+            if create and name not in snapshot.topics and self.auto_create is not None:
+                topic["error_code"] = self.auto_create(name)
+            topics.append(encode(topic))
         response = {
             "throttle_time_ms": 0,
             "brokers": self._brokers(snapshot, listener, cold),

@@ -21,6 +21,7 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from broker.admin_apis import AdminApis
 from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
@@ -110,6 +111,7 @@ class BrokerServer:
             lambda: self.cluster_id,
             lambda: self.apis.api_keys,
             checkpoint=self.control_priority.checkpoint if self.control_priority else None,
+            auto_create=lambda topic: self.admin_apis.auto_create(topic),
         )
         self.apis.register(ApiKey.API_VERSIONS, metadata.api_versions)
         self.apis.register(ApiKey.METADATA, metadata.metadata)
@@ -138,6 +140,23 @@ class BrokerServer:
             (ApiKey.DESCRIBE_GROUPS, groups.describe_groups),
             (ApiKey.DELETE_GROUPS, groups.delete_groups),
             (ApiKey.INIT_PRODUCER_ID, self._init_producer_id),
+        ):
+            self.apis.register(key, handler)
+        self.admin_apis = AdminApis(
+            lambda: self.zk,
+            self._loop,
+            self.metadata_cache,
+            self.events,
+            config.topics,
+            broker_id=config.broker_id,
+            cluster_id=lambda: self.cluster_id,
+            create_internal=self._create_internal_topic,
+        )
+        for key, handler in (
+            (ApiKey.CREATE_TOPICS, self.admin_apis.create_topics),
+            (ApiKey.DELETE_TOPICS, self.admin_apis.delete_topics),
+            (ApiKey.CREATE_PARTITIONS, self.admin_apis.create_partitions),
+            (ApiKey.DESCRIBE_CLUSTER, self.admin_apis.describe_cluster),
         ):
             self.apis.register(key, handler)
         self.replica_manager.on_elected = self._offsets_partition_elected
@@ -380,6 +399,14 @@ class BrokerServer:
     def _offsets_partition_resigned(self, tp: TopicPartition, leader_epoch: int | None) -> None:
         if tp.topic == OFFSETS_TOPIC:
             self.group_coordinator.on_resignation(tp.partition, leader_epoch)
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        return self.group_coordinator.loop
+
+    async def _create_internal_topic(self, topic: str) -> None:
+        """Metadata asked for an internal topic: only ``__consumer_offsets`` is created, its own way."""
+        if topic == OFFSETS_TOPIC:
+            await self._create_offsets_topic()
 
     async def _create_offsets_topic(self) -> None:
         """``__consumer_offsets`` on first use, over the live brokers (its replication factor capped at

@@ -18,7 +18,11 @@ from protocol.messages import (
     alter_partition,
     api_versions,
     controlled_shutdown,
+    create_partitions,
+    create_topics,
     delete_groups,
+    delete_topics,
+    describe_cluster,
     describe_groups,
     fetch,
     find_coordinator,
@@ -64,6 +68,10 @@ APIS: dict[int, ApiSpec] = {
         describe_groups.SPEC,
         delete_groups.SPEC,
         init_producer_id.SPEC,
+        create_topics.SPEC,
+        delete_topics.SPEC,
+        create_partitions.SPEC,
+        describe_cluster.SPEC,
     )
 }
 

@@ -8,7 +8,6 @@ Kafka's tools would refuse raises :class:`AdminError` with the message to show, 
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
 import random
@@ -56,6 +55,7 @@ __all__ = [
     "request_reassignment",
     "validate_topic_name",
     "verify_reassignment",
+    "write_topic_configs",
 ]
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -528,10 +528,18 @@ async def create_internal_topic(
     """What a broker does for ``__consumer_offsets`` on first use: its configs in ``/config/topics/T``
     (Kafka's JSON), then the assignment over the live brokers. AdminError if it exists already or too
     few brokers are alive for the replication factor."""
-    config = json.dumps({"version": 1, "config": dict(configs)}).encode()
-    with contextlib.suppress(NodeExistsError):
-        await zk.create(f"/config/topics/{topic}", config, makepath=True)
+    await write_topic_configs(zk, topic, configs)
     return await create_new_topic(zk, topic, partitions, replication_factor)
+
+
+async def write_topic_configs(zk: AsyncZooKeeper, topic: str, configs: Mapping[str, str]) -> None:
+    """``/config/topics/T`` as Kafka writes it before a new topic: always, ``{}`` without overrides,
+    and without a ``/config/changes`` notification (nothing reads the topic's config before it exists)."""
+    data = json.dumps({"version": 1, "config": dict(configs)}).encode()
+    try:
+        await zk.create(f"/config/topics/{topic}", data, makepath=True)
+    except NodeExistsError:  # left by a topic of that name deleted before: the new one's replaces it
+        await zk.set(f"/config/topics/{topic}", data)
 
 
 async def delete_topic(zk: AsyncZooKeeper, topic: str) -> None:
@@ -544,7 +552,9 @@ async def delete_topic(zk: AsyncZooKeeper, topic: str) -> None:
         raise AdminError(f"Topic {topic} is already marked for deletion.") from None
 
 
-async def add_partitions(zk: AsyncZooKeeper, topic: str, partitions: int) -> ReplicaMap:
+async def add_partitions(
+    zk: AsyncZooKeeper, topic: str, partitions: int, *, assignment: ReplicaMap | None = None
+) -> ReplicaMap:
     """``kafka-topics --alter --partitions``: assign the new partitions, keep the rest; returns the new ones.
 
     As in ``AdminZkClient.addPartitions``, the new partitions start from the broker that leads partition 0
@@ -564,10 +574,14 @@ async def add_partitions(zk: AsyncZooKeeper, topic: str, partitions: int) -> Rep
     if not first:
         raise AdminError(f"the replica assignment of partition 0 of {topic} is missing or empty")
     live = await live_broker_ids(zk)
-    start = max(0, next((i for i, b in enumerate(live) if b >= first[0]), -1))
-    added = assign_replicas(
-        live, partitions - len(existing), len(first), start_index=start, start_partition=len(existing)
-    )
+    if assignment is not None:
+        added = dict(assignment)
+        _check_assignment({**existing, **added}, live)
+    else:
+        start = max(0, next((i for i, b in enumerate(live) if b >= first[0]), -1))
+        added = assign_replicas(
+            live, partitions - len(existing), len(first), start_index=start, start_partition=len(existing)
+        )
     updated = znodes.TopicAssignment(
         topic, {**existing, **added}, current.adding_replicas, current.removing_replicas, current.topic_id
     )

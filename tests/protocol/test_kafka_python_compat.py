@@ -69,6 +69,7 @@ from kafka.protocol.old.types import Schema as OldSchema  # noqa: E402
 from kafka.protocol.producer import ProduceRequest, ProduceResponse  # noqa: E402
 
 kafka_groups = pytest.importorskip("kafka.protocol.consumer.group")
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse  # noqa: E402
 from kafka.protocol.admin.groups import (  # noqa: E402
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -76,6 +77,14 @@ from kafka.protocol.admin.groups import (  # noqa: E402
     DescribeGroupsResponse,
     ListGroupsRequest,
     ListGroupsResponse,
+)
+from kafka.protocol.admin.topics import (  # noqa: E402
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
 )
 from kafka.protocol.consumer.group import (  # noqa: E402
     HeartbeatRequest,
@@ -115,6 +124,10 @@ CLIENT_CLASSES: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.DESCRIBE_GROUPS: (DescribeGroupsRequest, DescribeGroupsResponse),
     ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, DeleteGroupsResponse),
     ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
+    ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
+    ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
+    ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
+    ApiKey.DESCRIBE_CLUSTER: (DescribeClusterRequest, DescribeClusterResponse),
 }
 HAND_WRITTEN_CLASSES: dict[ApiKey, tuple[list[Any], list[Any]]] = {
     ApiKey.API_VERSIONS: (old_api_versions.ApiVersionsRequest, old_api_versions.ApiVersionsResponse),
@@ -208,6 +221,12 @@ def _as_client_reads(key: ApiKey, body: dict[str, Any]) -> dict[str, Any]:
         body["authorized_operations"] = _bitfield(body.pop("cluster_authorized_operations"))
         for topic in body["topics"]:
             topic["authorized_operations"] = _bitfield(topic.pop("topic_authorized_operations"))
+    if key == ApiKey.CREATE_TOPICS:  # v5+'s tagged field, never written: read as its default
+        for topic in body["topics"]:
+            if "num_partitions" in topic:
+                topic["topic_config_error_code"] = 0
+    if key == ApiKey.DESCRIBE_CLUSTER:
+        body["authorized_operations"] = _bitfield(body.pop("cluster_authorized_operations"))
     if key == ApiKey.DESCRIBE_GROUPS:
         for group in body["groups"]:
             if "authorized_operations" in group:
