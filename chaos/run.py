@@ -26,7 +26,6 @@ from chaos.schedule import DEFAULT_FAULTS, FaultSchedule, nodes_of
 from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
 from cluster import launcher, verify_replicas
-from cluster.admin_cli import client_endpoints
 from daemon.eventlog import EventLog
 from zkstore import admin
 from zkstore.aio import AsyncZooKeeper
@@ -97,14 +96,6 @@ def running_state(directory: Path) -> dict[str, Any]:
             f"start one with `python -m cluster up --dir {directory} --detach`"
         )
     return state
-
-
-def bootstrap_servers(state: dict[str, Any]) -> str:
-    listeners = [ln for p in state["processes"] if p["role"] == "broker" for ln in p.get("listeners") or []]
-    servers = client_endpoints(listeners)
-    if not servers:
-        raise launcher.ClusterError("no broker in cluster.json has a PLAINTEXT listener")
-    return ",".join(servers)
 
 
 def new_run_dir(directory: Path) -> tuple[str, Path]:
@@ -184,7 +175,7 @@ async def run(config: RunConfig) -> RunResult:
         )
         for lane in range(config.overlap)
     ]
-    servers = bootstrap_servers(state)
+    servers = launcher.bootstrap_servers(state)
     started = time.monotonic()
     async with admin.connect(state["zookeeper_connect"]) as zk:
         # The topic first: a run that cannot start (say, a replication factor above the brokers)

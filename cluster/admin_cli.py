@@ -222,19 +222,6 @@ def _with_zookeeper(args: argparse.Namespace, work: Callable[[AsyncZooKeeper], A
     return asyncio.run(session())
 
 
-def client_endpoints(listeners: Iterable[str]) -> list[str]:
-    endpoints = []
-    for text in listeners:
-        try:
-            endpoint = znodes.Endpoint.parse(text)
-        except ValueError:
-            continue
-        if endpoint.listener_name == CLIENT_LISTENER:
-            host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
-            endpoints.append(f"{host}:{endpoint.port}")
-    return endpoints
-
-
 def _bootstrap_servers(args: argparse.Namespace) -> str:
     """--bootstrap-server, else the PLAINTEXT listeners of --dir's brokers, else those in ZooKeeper."""
     if args.bootstrap_server:
@@ -247,7 +234,7 @@ def _bootstrap_servers(args: argparse.Namespace) -> str:
         brokers = _with_zookeeper(args, admin.broker_list)
         listeners = [ep for b in brokers for ep in b.endpoints]
         where = f"/brokers/ids at {_zookeeper(args)}"
-    servers = client_endpoints(listeners)
+    servers = launcher.client_endpoints(listeners)
     if not servers:
         raise AdminError(f"no broker with a {CLIENT_LISTENER} listener in {where}; give --bootstrap-server")
     return ",".join(servers)

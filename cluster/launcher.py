@@ -15,10 +15,12 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from typing import Any
 from cluster import netns
 from cluster.netns import Network
 from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
-from zkstore import admin
+from zkstore import admin, znodes
 from zkstore.local_server import (
     LOOPBACK,
     ZooKeeperEnsemble,
@@ -63,6 +65,9 @@ class Layout:
     """Control requests on the brokers' client listener (Kafka before KIP-291), for comparison."""
     netns: bool = False
     """Every node in a network namespace of its own, on its own address (root only): see netns."""
+    kafka_ports: bool = False
+    """ZooKeeper on 2181 and brokers on 9092, 9093, … where those ports are free (``make run``), so
+    Kafka's documented commands work as written; otherwise, and for tests, free ports."""
 
     def node_names(self) -> list[str]:
         return [
@@ -200,15 +205,66 @@ def _port(network: Network | None, role: str) -> int:
     return NETNS_PORTS[role] if network is not None else find_free_port()
 
 
+def client_endpoints(listeners: Iterable[str]) -> list[str]:
+    """``host:port`` of each PLAINTEXT listener: what a client's bootstrap list holds."""
+    endpoints = []
+    for text in listeners:
+        try:
+            endpoint = znodes.Endpoint.parse(text)
+        except ValueError:
+            continue
+        if endpoint.listener_name == "PLAINTEXT":
+            host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+            endpoints.append(f"{host}:{endpoint.port}")
+    return endpoints
+
+
+def bootstrap_servers(state: dict[str, Any]) -> str:
+    """The cluster's bootstrap list for clients: every broker's PLAINTEXT listener."""
+    listeners = [ln for p in state["processes"] if p["role"] == "broker" for ln in p.get("listeners") or []]
+    servers = client_endpoints(listeners)
+    if not servers:
+        raise ClusterError("no broker in cluster.json has a PLAINTEXT listener")
+    return ",".join(servers)
+
+
+KAFKA_ZOOKEEPER_PORT = 2181
+KAFKA_FIRST_BROKER_PORT = 9092
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    """Whether a server could listen on ``port``: bound with SO_REUSEADDR as the daemons and ZooKeeper
+    bind, so the TIME_WAIT leftovers of a cluster just stopped do not count, a listener does."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def usual_port(port: int, what: str, notices: list[str]) -> int:
+    """``port`` if it is free, else a free one, with a one-line notice saying so."""
+    if port_is_free(port):
+        return port
+    chosen = find_free_port()
+    notices.append(f"port {port} is taken: {what} listens on {chosen} instead")
+    return chosen
+
+
 async def up(directory: Path, layout: Layout) -> dict[str, Any]:
     """Start everything, wait until the brokers serve and a controller has finished failover."""
     directory = await asyncio.to_thread(_claim, directory)
     network = _make_network(directory, layout) if layout.netns else None
+    notices: list[str] = []
+    usual = layout.kafka_ports and network is None
     try:
-        zookeeper, zk_entries = _start_zookeeper(directory, layout.zookeeper_nodes, network)
+        zk_port = usual_port(KAFKA_ZOOKEEPER_PORT, "ZooKeeper", notices) if usual else None
+        zookeeper, zk_entries = _start_zookeeper(directory, layout.zookeeper_nodes, network, zk_port)
         connect = zookeeper.connect_string
         try:
-            daemons = await _start_daemons(directory, layout, connect, network)
+            daemons = await _start_daemons(directory, layout, connect, network, notices if usual else None)
         except BaseException:
             zookeeper.stop()
             raise
@@ -235,6 +291,7 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
         },
         "started_at": time.time(),
         "processes": processes,
+        "notices": notices,
         **({"network": network.as_json()} if network is not None else {}),
     }
     save_state(directory, state)
@@ -242,10 +299,11 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
 
 
 async def _start_daemons(
-    directory: Path, layout: Layout, connect: str, network: Network | None
+    directory: Path, layout: Layout, connect: str, network: Network | None, notices: list[str] | None
 ) -> list[dict[str, Any]]:
     """Controllers, then brokers; returns their entries once the brokers serve and a controller has
-    finished failover (every one started is killed if that does not happen)."""
+    finished failover (every one started is killed if that does not happen). With ``notices``, the
+    brokers' client listeners take Kafka's usual ports where free (and say when not)."""
     processes: list[dict[str, Any]] = []
     started: list[DaemonProcess] = []
     try:
@@ -260,7 +318,12 @@ async def _start_daemons(
             processes.append(_entry(controller, "controller", cid, metrics, [listener]))
         brokers = []
         for bid in range(1, layout.brokers + 1):
-            broker, entry = _broker(directory, connect, bid, layout.shared_listener, network)
+            client = (
+                None
+                if notices is None
+                else usual_port(KAFKA_FIRST_BROKER_PORT + bid - 1, f"broker-{bid}", notices)
+            )
+            broker, entry = _broker(directory, connect, bid, layout.shared_listener, network, client)
             started.append(_placed(broker, network).start(own_session=True))
             brokers.append(broker)
             processes.append({**entry, "pid": broker.process.pid if broker.process else None})
@@ -275,11 +338,11 @@ async def _start_daemons(
 
 
 def _start_zookeeper(
-    directory: Path, nodes: int, network: Network | None
+    directory: Path, nodes: int, network: Network | None, port: int | None = None
 ) -> tuple[ZooKeeperServer | ZooKeeperEnsemble, list[dict[str, Any]]]:
     names = [f"zookeeper-{i}" for i in range(1, nodes + 1)]
     if nodes == 1:
-        placement: dict[str, Any] = {}
+        placement: dict[str, Any] = {} if port is None else {"port": port}
         if network is not None:
             placement = {"host": network.node(names[0]).address, "command_prefix": network.prefix(names[0])}
         server = ZooKeeperServer(data_dir=directory / "zookeeper", **placement).start()
@@ -314,10 +377,16 @@ def _zk_entry(node_id: int, pid: int | None, port: int, config: Path, log: Path)
 
 
 def _broker(
-    directory: Path, connect: str, bid: int, shared: bool, network: Network | None = None
+    directory: Path,
+    connect: str,
+    bid: int,
+    shared: bool,
+    network: Network | None = None,
+    client_port: int | None = None,
 ) -> tuple[BrokerProcess, dict[str, Any]]:
     host = _address(network, f"broker-{bid}")
-    client, metrics = _port(network, "client"), _port(network, "metrics")
+    client = client_port if client_port is not None else _port(network, "client")
+    metrics = _port(network, "metrics")
     listeners = [f"PLAINTEXT://{host}:{client}"]
     settings: dict[str, Any] = {
         "metrics_port": metrics,

@@ -32,6 +32,11 @@ def register(commands: Any) -> None:
     up.add_argument("--detach", action="store_true", help="start, print where everything is, and return")
     up.add_argument("--demo-topic", default="demo", help="topic created once the cluster is up ('' for none)")
     up.add_argument(
+        "--kafka-ports",
+        action="store_true",
+        help="ZooKeeper on 2181 and brokers on 9092, 9093, ... where free (make run does this)",
+    )
+    up.add_argument(
         "--netns",
         action="store_true",
         help="every node in a network namespace of its own, on its own address (root only), so that "
@@ -124,7 +129,12 @@ def _reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
 def run_up(args: argparse.Namespace) -> int:
     console = Console()
     layout = launcher.Layout(
-        args.brokers, args.controllers, args.zookeeper_nodes, args.shared_listener, args.netns
+        args.brokers,
+        args.controllers,
+        args.zookeeper_nodes,
+        args.shared_listener,
+        args.netns,
+        args.kafka_ports,
     )
     if layout.brokers < 1 or layout.controllers < 1:
         return fail("at least one broker and one controller are needed")
@@ -132,6 +142,9 @@ def run_up(args: argparse.Namespace) -> int:
         state = asyncio.run(launcher.up(args.dir, layout))
         if args.demo_topic:
             asyncio.run(launcher.create_demo_topic(state, args.demo_topic))
+    for notice in state.get("notices", []):
+        console.print(f"[yellow]{notice}[/]")
+    console.print(f"bootstrap: {launcher.bootstrap_servers(state)}", soft_wrap=True)
     console.print(processes_table(state))
     console.print(
         f"ZooKeeper: {state['zookeeper_connect']}    state: {launcher.state_path(args.dir.resolve())}"

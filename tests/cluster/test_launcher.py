@@ -182,3 +182,21 @@ def test_a_paused_node_is_resumed_so_it_can_stop_cleanly(tmp_path: Path) -> None
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_usual_port_is_taken_when_free_and_replaced_with_a_notice_when_not() -> None:
+    import socket
+
+    from cluster.launcher import port_is_free, usual_port
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        assert not port_is_free(taken)
+        notices: list[str] = []
+        chosen = usual_port(taken, "broker-1", notices)
+        assert chosen != taken and port_is_free(chosen)
+        assert notices == [f"port {taken} is taken: broker-1 listens on {chosen} instead"]
+    notices = []
+    assert usual_port(taken, "broker-1", notices) == taken and notices == []
