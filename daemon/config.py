@@ -230,6 +230,14 @@ METRICS_PORT = ConfigKey(
 )
 
 
+_CONFIG_ENV = re.compile(r"KAFKA_[A-Z0-9]+(?:_[A-Z0-9]+)*")
+NOT_CONFIG_ENV = frozenset(
+    {"KAFKA_HEAP_OPTS", "KAFKA_OPTS", "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_GC_LOG_OPTS",
+     "KAFKA_JMX_OPTS", "KAFKA_DEBUG"}
+)  # fmt: skip
+"""Kafka's start scripts read these; they are not broker settings."""
+
+
 def env_var_name(key: str) -> str:
     """``zookeeper.connect`` -> ``KAFKA_ZOOKEEPER_CONNECT`` (``_`` -> ``__``, ``-`` -> ``___``)."""
     return "KAFKA_" + key.replace("-", "\0").replace("_", "__").replace(".", "_").replace("\0", "___").upper()
@@ -284,7 +292,16 @@ def load_config(
     unknown = tuple(sorted(k for k in raw if k not in known))
     for name in unknown:
         log.warning("the configuration %s was supplied but is not a known key; ignored", name)
-    return LoadedConfig(values=values, origins=origins, unknown=unknown)
+    known_env = {env_var_name(n) for n in known}
+    unknown_env = tuple(
+        sorted(v for v in environ if _CONFIG_ENV.fullmatch(v) and v not in known_env | NOT_CONFIG_ENV)
+    )
+    for variable in unknown_env:
+        log.warning(
+            "the environment variable %s looks like a configuration key but is not a known one; ignored",
+            variable,
+        )
+    return LoadedConfig(values=values, origins=origins, unknown=unknown + unknown_env)
 
 
 # ---------------------------------------------------------------- listeners

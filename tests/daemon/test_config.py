@@ -122,6 +122,23 @@ def test_unknown_keys_are_reported_not_fatal(tmp_path: Path, caplog: pytest.LogC
     assert "num.partitionz was supplied but is not a known key" in caplog.text
 
 
+def test_unknown_kafka_environment_variables_are_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write(tmp_path, "zookeeper.connect=z:1\ncontroller.id=1\n")
+    environ = {
+        "KAFKA_CONTROLLER_ID": "2",  # a known key: used
+        "KAFKA_NUM_PARTITIONZ": "3",  # a misspelt key: warned about
+        "KAFKA_HEAP_OPTS": "-Xmx1g",  # Kafka's start scripts read it: not a key
+        "kafka_lower": "x",  # not the convention
+    }
+    config = load_config(KEYS, path, environ=environ)
+    assert config["controller.id"] == 2
+    assert config.unknown == ("KAFKA_NUM_PARTITIONZ",)
+    assert "KAFKA_NUM_PARTITIONZ looks like a configuration key" in caplog.text
+    assert "KAFKA_HEAP_OPTS" not in caplog.text
+
+
 def test_listeners_parse_like_kafkas() -> None:
     assert parse_listeners("listeners", ["PLAINTEXT://:9092", "control://[::1]:9093", "X://h.example:0"]) == [
         Endpoint("PLAINTEXT", "", 9092),
