@@ -29,6 +29,7 @@ from broker.config import TopicDefaults
 from broker.metadata_api import admin_node
 from broker.metadata_cache import MetadataCache
 from broker.network import Request
+from broker.topic_configs import InvalidTopicConfig, check_value
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
 from zkstore import admin, znodes
@@ -41,7 +42,7 @@ Body = dict[str, Any]
 POLL_S = 0.05
 """How often a waiting admin request looks at the metadata cache again."""
 
-TOPIC_CONFIGS = frozenset(
+KAFKA_TOPIC_CONFIG_NAMES = frozenset(
     {
         "cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",
         "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
@@ -90,13 +91,12 @@ def check_configs(configs: dict[str, str | None]) -> None:
             raise AdminFailure(
                 ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {name}"
             )
-        if name not in TOPIC_CONFIGS:
+        if name not in KAFKA_TOPIC_CONFIG_NAMES:
             raise AdminFailure(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
-        if name == "cleanup.policy" and "compact" in value:
-            raise AdminFailure(
-                ErrorCode.INVALID_CONFIG,
-                "cleanup.policy=compact is not supported by this cluster (logs are never compacted)",
-            )
+        try:
+            check_value(name, value)
+        except InvalidTopicConfig as exc:
+            raise AdminFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
 class AdminApis:

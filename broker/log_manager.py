@@ -49,6 +49,8 @@ class LogManager:
         self.log_dir = log_dir
         self.config = config
         self.events = events
+        self._topic_configs: dict[str, LogConfig] = {}
+        """Topics with overrides (``/config/topics``) -> their logs' settings."""
         self._logs: dict[TopicPartition, Log] = {}
         self._lock = threading.Lock()
 
@@ -63,7 +65,7 @@ class LogManager:
                 continue
             opened = Log.open(
                 directory,
-                self.config,
+                self.config_for(tp.topic),
                 recovery_point=recovery_points.get(tp, 0),
                 log_start_offset=start_offsets.get(tp),
                 emit=self.events.emit,
@@ -77,6 +79,22 @@ class LogManager:
         )
         return count
 
+    def config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.config)
+
+    def set_topic_config(self, topic: str, config: LogConfig) -> int:
+        """A topic's settings changed: its logs use them from their next append, roll and retention
+        check on, and logs created later start with them. Returns how many logs were reconfigured."""
+        with self._lock:
+            if config == self.config:
+                self._topic_configs.pop(topic, None)
+            else:
+                self._topic_configs[topic] = config
+            logs = [lg for tp, lg in self._logs.items() if tp.topic == topic]
+        for partition_log in logs:
+            partition_log.reconfigure(config)
+        return len(logs)
+
     def get(self, tp: TopicPartition) -> Log | None:
         with self._lock:
             return self._logs.get(tp)
@@ -87,7 +105,7 @@ class LogManager:
             if existing is not None:
                 return existing
             created = Log.open(
-                self.log_dir / f"{tp.topic}-{tp.partition}", self.config, emit=self.events.emit
+                self.log_dir / f"{tp.topic}-{tp.partition}", self.config_for(tp.topic), emit=self.events.emit
             )
             self._logs[tp] = created
         self.events.emit("log_created", topic=tp.topic, partition=tp.partition)

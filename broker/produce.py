@@ -77,12 +77,10 @@ class DelayedProduce(DelayedOperation):
         timeout_s: float,
         results: dict[str, dict[int, PartitionResult]],
         rm: ReplicaManager,
-        min_isr: int,
     ) -> None:
         super().__init__(timeout_s)
         self.results = results
         self.rm = rm
-        self.min_isr = min_isr
         self.waiting = {
             TopicPartition(name, index): result
             for name, partitions in results.items()
@@ -99,7 +97,7 @@ class DelayedProduce(DelayedOperation):
             if not partition.is_leader:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             if partition.high_watermark >= result.required_offset:
-                if len(partition.maximal_isr) < self.min_isr:
+                if len(partition.maximal_isr) < self.rm.min_insync_for(tp.topic):
                     return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
                 return ErrorCode.NONE
         return None
@@ -146,7 +144,7 @@ class ProduceApi:
         appended = any(r.error == ErrorCode.NONE for parts in results.values() for r in parts.values())
         if acks != ACKS_ALL or not appended:
             return _response(results)
-        delayed = DelayedProduce(body["timeout_ms"] / 1000.0, results, self.rm, self.rm.min_insync_replicas)
+        delayed = DelayedProduce(body["timeout_ms"] / 1000.0, results, self.rm)
         return self.rm.produce_purgatory.watch(delayed, list(delayed.waiting))
 
     def append_internal(
@@ -159,9 +157,7 @@ class ProduceApi:
         if result.error != ErrorCode.NONE or not replicated:
             settled.set_result(result.error)
             return settled
-        delayed = DelayedProduce(
-            timeout_s, {tp.topic: {tp.partition: result}}, self.rm, self.rm.min_insync_replicas
-        )
+        delayed = DelayedProduce(timeout_s, {tp.topic: {tp.partition: result}}, self.rm)
         waiting = self.rm.produce_purgatory.watch(delayed, list(delayed.waiting))
         waiting.add_done_callback(lambda _: settled.set_result(result.error))
         return settled
@@ -171,7 +167,7 @@ class ProduceApi:
             partition = self.rm.hosted(tp)
             with partition.lock:
                 leader_log = partition.require_leader()
-                min_isr = self.rm.min_insync_replicas
+                min_isr = self.rm.min_insync_for(tp.topic)
                 if acks == ACKS_ALL and len(partition.isr) < min_isr:
                     raise PartitionError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,

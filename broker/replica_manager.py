@@ -58,7 +58,9 @@ class ReplicaManager:
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
         self.min_insync_replicas = 1
-        """min.insync.replicas (the broker default; topic-level overrides are not read)."""
+        """min.insync.replicas, the broker default."""
+        self.topic_min_insync: dict[str, int] = {}
+        """Topics overriding min.insync.replicas (replaced whole on change, read from any thread)."""
         self.on_isr_change: Callable[[bool], None] | None = None
         """Called with True for a committed expansion, False for a committed shrink (metrics)."""
         self.propose_isr: Callable[[Proposal], None] | None = None
@@ -384,11 +386,22 @@ class ReplicaManager:
     def partition_count(self) -> int:
         return len(self.partitions)
 
+    def min_insync_for(self, topic: str) -> int:
+        return self.topic_min_insync.get(topic, self.min_insync_replicas)
+
+    def set_topic_min_insync(self, topic: str, value: int | None) -> None:
+        changed = dict(self.topic_min_insync)
+        if value is None:
+            changed.pop(topic, None)
+        else:
+            changed[topic] = value
+        self.topic_min_insync = changed
+
     def under_min_isr_count(self) -> int:
         return sum(
             1
             for p in list(self.partitions.values())
-            if p.leader == self.broker_id and len(p.isr) < self.min_insync_replicas
+            if p.leader == self.broker_id and len(p.isr) < self.min_insync_for(p.tp.topic)
         )
 
     def under_replicated_count(self) -> int:

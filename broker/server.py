@@ -25,6 +25,7 @@ from broker.admin_apis import AdminApis
 from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
+from broker.config_apis import ConfigApis
 from broker.fetch import FetchApi
 from broker.group.apis import GroupApis
 from broker.group.config import OFFSETS_TOPIC
@@ -41,6 +42,7 @@ from broker.produce import ProduceApi
 from broker.producer_ids import InitProducerIdApi, ProducerIdManager
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager
+from broker.topic_configs import TopicConfigStore, log_config_for
 from daemon.config import advertised
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
@@ -152,7 +154,18 @@ class BrokerServer:
             cluster_id=lambda: self.cluster_id,
             create_internal=self._create_internal_topic,
         )
+        self.topic_configs: TopicConfigStore | None = None
+        configs = ConfigApis(
+            config.broker_id,
+            config.loaded,
+            lambda: self.zk,
+            self._loop,
+            self.metadata_cache,
+        )
         for key, handler in (
+            (ApiKey.DESCRIBE_CONFIGS, configs.describe_configs),
+            (ApiKey.ALTER_CONFIGS, configs.alter_configs),
+            (ApiKey.INCREMENTAL_ALTER_CONFIGS, configs.incremental_alter_configs),
             (ApiKey.CREATE_TOPICS, self.admin_apis.create_topics),
             (ApiKey.DELETE_TOPICS, self.admin_apis.delete_topics),
             (ApiKey.CREATE_PARTITIONS, self.admin_apis.create_partitions),
@@ -230,6 +243,8 @@ class BrokerServer:
         self.producer_ids = InitProducerIdApi(
             ProducerIdManager(self.zk, self.config.broker_id, self.events), loop
         )
+        self.topic_configs = TopicConfigStore(self.zk, self._apply_topic_config)
+        await self.topic_configs.start()
         await self.register()
         self.alter_partition = AlterPartitionManager(
             self.zk,
@@ -389,6 +404,15 @@ class BrokerServer:
         return self.log_manager.apply_retention(
             lambda tp: None if tp.topic == OFFSETS_TOPIC else high_watermark(tp)
         )
+
+    # -- topic configs
+
+    def _apply_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
+        """A topic's overrides as read from ZooKeeper (at start-up or after a change), applied now."""
+        logs = self.log_manager.set_topic_config(topic, log_config_for(self.log_manager.config, overrides))
+        minimum = overrides.get("min.insync.replicas")
+        self.replica_manager.set_topic_min_insync(topic, int(minimum) if minimum is not None else None)
+        self.events.emit("topic_config_applied", topic=topic, configs=overrides, logs=logs)
 
     # -- the group coordinator and producer ids
 

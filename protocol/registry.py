@@ -15,6 +15,7 @@ from protocol.headers import (
 )
 from protocol.message_codec import MessageCodec
 from protocol.messages import (
+    alter_configs,
     alter_partition,
     api_versions,
     controlled_shutdown,
@@ -23,10 +24,12 @@ from protocol.messages import (
     delete_groups,
     delete_topics,
     describe_cluster,
+    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leader_and_isr,
@@ -72,6 +75,9 @@ APIS: dict[int, ApiSpec] = {
         delete_topics.SPEC,
         create_partitions.SPEC,
         describe_cluster.SPEC,
+        describe_configs.SPEC,
+        alter_configs.SPEC,
+        incremental_alter_configs.SPEC,
     )
 }
 

@@ -36,6 +36,7 @@ __all__ = [
     "add_partitions",
     "assign_replicas",
     "broker_list",
+    "change_topic_configs",
     "connect",
     "controller_info",
     "create_internal_topic",
@@ -51,6 +52,7 @@ __all__ = [
     "parse_replica_assignment",
     "partition_count",
     "plan_json",
+    "read_topic_configs",
     "request_preferred_election",
     "request_reassignment",
     "validate_topic_name",
@@ -540,6 +542,44 @@ async def write_topic_configs(zk: AsyncZooKeeper, topic: str, configs: Mapping[s
         await zk.create(f"/config/topics/{topic}", data, makepath=True)
     except NodeExistsError:  # left by a topic of that name deleted before: the new one's replaces it
         await zk.set(f"/config/topics/{topic}", data)
+
+
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"/config/topics/{topic}"
+
+
+def decode_entity_config(data: bytes | None, path: str) -> dict[str, str]:
+    """``{"version":1,"config":{...}}``; AdminError naming the path if it is not that."""
+    raw = data or b"{}"
+    try:
+        config = json.loads(raw).get("config", {})
+    except (ValueError, AttributeError):
+        raise AdminError(f"{path} does not hold Kafka's config JSON: {raw[:80]!r}") from None
+    if not isinstance(config, dict) or not all(isinstance(v, str) for v in config.values()):
+        raise AdminError(f"{path} does not hold Kafka's config JSON: {raw[:80]!r}")
+    return dict(config)
+
+
+async def read_topic_configs(zk: AsyncZooKeeper, topic: str) -> dict[str, str]:
+    """A topic's overrides in ``/config/topics/T`` ({} when none are stored)."""
+    found = await _data(zk, topic_config_path(topic))
+    return {} if found is None else decode_entity_config(found[0], topic_config_path(topic))
+
+
+async def change_topic_configs(zk: AsyncZooKeeper, topic: str, configs: Mapping[str, str]) -> None:
+    """Replace a topic's overrides and tell the brokers, as Kafka's AdminZkClient does: the entity
+    znode, then a sequential ``/config/changes/config_change_`` naming it (``topics/T``)."""
+    data = json.dumps({"version": 1, "config": dict(configs)}).encode()
+    try:
+        await zk.set(topic_config_path(topic), data)
+    except NoNodeError:
+        await zk.create(topic_config_path(topic), data, makepath=True)
+    notification = json.dumps({"version": 2, "entity_path": f"topics/{topic}"}).encode()
+    await zk.create(f"{CONFIG_CHANGES}/{CONFIG_CHANGE_PREFIX}", notification, sequence=True, makepath=True)
 
 
 async def delete_topic(zk: AsyncZooKeeper, topic: str) -> None:

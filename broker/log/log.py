@@ -533,6 +533,11 @@ class Log:
         """A producer's state here (an immutable entry), None if it has none."""
         return self._producers.get(producer_id)
 
+    def reconfigure(self, config: LogConfig) -> None:
+        """New settings (a topic-level override changed); the segments on disk stay as they are."""
+        with self._lock:
+            self.config = config
+
     def remove_expired_producers(self, now_ms: int | None = None) -> int:
         """Forget producers idle for ``producer_id_expiration_ms``; returns how many. The broker calls
         it periodically (Kafka: every producer.id.expiration.check.interval.ms, 10 minutes)."""

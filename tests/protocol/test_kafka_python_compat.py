@@ -70,6 +70,14 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse  # noqa: E40
 
 kafka_groups = pytest.importorskip("kafka.protocol.consumer.group")
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse  # noqa: E402
+from kafka.protocol.admin.configs import (  # noqa: E402
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from kafka.protocol.admin.groups import (  # noqa: E402
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -128,6 +136,9 @@ CLIENT_CLASSES: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
     ApiKey.DESCRIBE_CLUSTER: (DescribeClusterRequest, DescribeClusterResponse),
+    ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
+    ApiKey.ALTER_CONFIGS: (AlterConfigsRequest, AlterConfigsResponse),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
 }
 HAND_WRITTEN_CLASSES: dict[ApiKey, tuple[list[Any], list[Any]]] = {
     ApiKey.API_VERSIONS: (old_api_versions.ApiVersionsRequest, old_api_versions.ApiVersionsResponse),

@@ -1,0 +1,185 @@
+"""Topic-level configs: Kafka's names, their broker-wide synonyms, and the overrides in ZooKeeper
+applied at runtime, without restarts.
+
+Overrides live in ``/config/topics/<topic>`` (``{"version":1,"config":{...}}``, Kafka's layout). Each
+change is announced by a sequential ``/config/changes/config_change_`` naming ``topics/<topic>``;
+every broker watches that directory, re-reads the named topic's znode and applies it, as Kafka's
+dynamic config manager does (a broker starting up reads every topic's overrides first, so it never
+depends on old notifications); a topic created with overrides is seen through a child watch on
+``/config/topics``, since Kafka writes no notification then. What a topic's overrides change here:
+its logs' segment size and age, retention time and size, maximum batch size and index interval, and
+its ``min.insync.replicas``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import WatchedEvent
+
+from broker.log import LogConfig
+from daemon.supervision import start_supervised
+from zkstore import admin
+from zkstore.aio import AsyncZooKeeper
+
+log = logging.getLogger("broker.topic_configs")
+
+TOPIC_CONFIGS_PATH = "/config/topics"
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """One topic-level config this cluster applies: its broker-wide synonym and how it is checked."""
+
+    name: str
+    broker_key: str
+    kind: str
+    """``long``, ``int``, ``string`` or ``boolean``, as Kafka's ConfigDef types it."""
+    log_field: str | None = None
+    """The :class:`LogConfig` field it sets, if any."""
+    minimum: int | None = None
+
+
+TOPIC_CONFIGS: dict[str, TopicConfig] = {
+    c.name: c
+    for c in (
+        TopicConfig("cleanup.policy", "log.cleanup.policy", "string"),
+        TopicConfig("retention.ms", "log.retention.ms", "long", "retention_ms", minimum=-1),
+        TopicConfig("retention.bytes", "log.retention.bytes", "long", "retention_bytes", minimum=-1),
+        TopicConfig("segment.bytes", "log.segment.bytes", "int", "segment_bytes", minimum=14),
+        TopicConfig("segment.ms", "log.roll.ms", "long", "segment_ms", minimum=1),
+        TopicConfig("max.message.bytes", "message.max.bytes", "int", "max_batch_bytes", minimum=0),
+        TopicConfig(
+            "index.interval.bytes", "log.index.interval.bytes", "int", "index_interval_bytes", minimum=0
+        ),
+        TopicConfig("min.insync.replicas", "min.insync.replicas", "int", minimum=1),
+        TopicConfig("unclean.leader.election.enable", "unclean.leader.election.enable", "boolean"),
+    )
+}
+"""The topic configs DescribeConfigs lists; Kafka's other topic config names are accepted and stored."""
+
+
+class InvalidTopicConfig(ValueError):
+    """A value Kafka would refuse with INVALID_CONFIG; the message names the key."""
+
+
+def check_value(name: str, value: str) -> None:
+    spec = TOPIC_CONFIGS.get(name)
+    if spec is None:
+        return
+    if spec.kind in ("long", "int"):
+        try:
+            number = int(value)
+        except ValueError:
+            raise InvalidTopicConfig(
+                f"Invalid value {value} for configuration {name}: Not a number"
+            ) from None
+        if spec.minimum is not None and number < spec.minimum:
+            raise InvalidTopicConfig(
+                f"Invalid value {value} for configuration {name}: must be at least {spec.minimum}"
+            )
+    elif spec.kind == "boolean" and value.lower() not in ("true", "false"):
+        raise InvalidTopicConfig(
+            f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
+        )
+    if name == "cleanup.policy":
+        policies = {p.strip() for p in value.split(",")}
+        if "compact" in policies:
+            raise InvalidTopicConfig(
+                "cleanup.policy=compact is not supported by this cluster (logs are never compacted)"
+            )
+        if policies != {"delete"}:
+            raise InvalidTopicConfig(f"Invalid value {value} for configuration cleanup.policy")
+
+
+def log_config_for(base: LogConfig, overrides: Mapping[str, str]) -> LogConfig:
+    """The broker's log settings with a topic's overrides (values already checked)."""
+    changes = {
+        spec.log_field: int(overrides[name])
+        for name, spec in TOPIC_CONFIGS.items()
+        if spec.log_field is not None and name in overrides
+    }
+    return replace(base, **changes) if changes else base
+
+
+class TopicConfigStore:
+    """Every topic's overrides, kept current from ZooKeeper on the event loop (the one writer);
+    ``apply(topic, overrides)`` is called for each topic at start-up and after every change."""
+
+    def __init__(self, zk: AsyncZooKeeper, apply: Callable[[str, dict[str, str]], None]) -> None:
+        self.zk = zk
+        self.apply = apply
+        self.overrides: dict[str, dict[str, str]] = {}
+        self._last_change = -1
+
+    async def start(self) -> None:
+        await self.zk.ensure_path(admin.CONFIG_CHANGES)
+        # Changes from here on are seen, and then every topic's current overrides are read, so none is
+        # missed between the two.
+        await self._changes()
+        await self.zk.ensure_path(TOPIC_CONFIGS_PATH)
+        await self._topics()
+
+    async def _topics(self) -> None:
+        """Read the overrides of every topic not known yet: a topic created with configs has its
+        ``/config/topics/T`` written (without a notification) before its assignment."""
+        for topic in await self.zk.get_children(TOPIC_CONFIGS_PATH, watch=self._watch_topics):
+            if topic not in self.overrides:
+                await self._reload(topic)
+
+    def _watch_topics(self, event: WatchedEvent) -> None:
+        start_supervised("topic-configs", self._topics)
+
+    async def _changes(self) -> None:
+        children = await self.zk.get_children(admin.CONFIG_CHANGES, watch=self._watch)
+        for name in sorted(children):
+            sequence = _sequence(name)
+            if sequence is None or sequence <= self._last_change:
+                continue
+            self._last_change = sequence
+            try:
+                data, _ = await self.zk.get(f"{admin.CONFIG_CHANGES}/{name}")
+                entity = json.loads(data).get("entity_path", "")
+            except (NoNodeError, ValueError, AttributeError):
+                continue  # gone already, or not Kafka's JSON: ignored, as Kafka does
+            kind, _, topic = str(entity).partition("/")
+            if kind == "topics" and topic:
+                await self._reload(topic)
+
+    def _watch(self, event: WatchedEvent) -> None:
+        """A change notification was added (on the loop): read it, again after any failure."""
+        start_supervised("topic-config-changes", self._changes)
+
+    async def _reload(self, topic: str) -> None:
+        path = admin.topic_config_path(topic)
+        try:
+            data, _ = await self.zk.get(path)
+            overrides = admin.decode_entity_config(data, path)
+        except NoNodeError:
+            overrides = {}
+        except admin.AdminError as exc:
+            log.error("skipping the configs of topic %s: %s", topic, exc)
+            return
+        valid = {}
+        for name, value in overrides.items():
+            try:
+                check_value(name, value)
+            except InvalidTopicConfig as exc:
+                log.error("topic %s: ignoring %s=%s: %s", topic, name, value, exc)
+                continue
+            valid[name] = value
+        if self.overrides.get(topic, {}) == valid and topic in self.overrides:
+            return
+        self.overrides[topic] = valid
+        self.apply(topic, valid)
+
+
+def _sequence(name: str) -> int | None:
+    if not name.startswith(admin.CONFIG_CHANGE_PREFIX):
+        return None
+    digits = name[len(admin.CONFIG_CHANGE_PREFIX) :]
+    return int(digits) if digits.isdigit() else None
