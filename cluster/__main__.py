@@ -10,7 +10,7 @@ CLI_PACKAGES = ("rich", "confluent_kafka")
 """What the ``cli`` extra brings (pyproject.toml); the daemons need neither."""
 
 try:
-    from cluster import admin_cli, lifecycle_cli
+    from cluster import admin_cli, kafka_flags, lifecycle_cli
 except ModuleNotFoundError as missing:  # installed for the daemons only
     if missing.name not in CLI_PACKAGES:
         raise
@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(kafka_flags.translate(sys.argv[1:] if argv is None else argv))
     return int(args.run(args) or 0)
 
 

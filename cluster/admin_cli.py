@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.exceptions import KazooException
 
-from cluster import launcher
+from cluster import kafka_flags, launcher
 from zkstore import admin, znodes
 from zkstore.admin import AdminError
 from zkstore.aio import AsyncZooKeeper
@@ -69,11 +69,24 @@ def register(commands: Any) -> None:
     common.add_argument("--dir", type=Path, help="a local cluster's directory: read DIR/cluster.json")
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
-    topics = commands.add_parser("topics", help="create, describe, list, delete and alter topics")
+    topics = commands.add_parser(
+        "topics",
+        help="create, describe, list, delete and alter topics (also in kafka-topics.sh's spelling: "
+        "--create --topic T, ...)",
+    )
     actions = topics.add_subparsers(dest="topics_action", required=True, metavar="ACTION")
+    through = argparse.ArgumentParser(add_help=False, parents=[common])
+    through.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        help="go through the brokers' Admin API (as Kafka 3.x's tools do) instead of ZooKeeper",
+    )
 
-    create = actions.add_parser("create", parents=[common], help="create a topic (kafka-topics --create)")
+    create = actions.add_parser("create", parents=[through], help="create a topic (kafka-topics --create)")
     create.add_argument("topic")
+    create.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="a topic config (repeatable)"
+    )
     create.add_argument("--partitions", type=int)
     create.add_argument("--replication-factor", type=int)
     create.add_argument(
@@ -84,19 +97,25 @@ def register(commands: Any) -> None:
     create.set_defaults(run=_guarded(run_topics_create))
 
     describe = actions.add_parser(
-        "describe", parents=[common], help="partitions: leader, epoch, ISR, replicas"
+        "describe", parents=[through], help="partitions: leader, epoch, ISR, replicas"
     )
     describe.add_argument("topic", nargs="?")
+    describe.add_argument(
+        "--under-replicated-partitions", action="store_true", help="only partitions whose ISR lacks a replica"
+    )
+    describe.add_argument(
+        "--unavailable-partitions", action="store_true", help="only partitions without a leader"
+    )
     describe.set_defaults(run=_guarded(run_topics_describe))
 
-    listing = actions.add_parser("list", parents=[common], help="every topic")
+    listing = actions.add_parser("list", parents=[through], help="every topic")
     listing.set_defaults(run=_guarded(run_topics_list))
 
-    delete = actions.add_parser("delete", parents=[common], help="mark a topic for deletion")
+    delete = actions.add_parser("delete", parents=[through], help="mark a topic for deletion")
     delete.add_argument("topic")
     delete.set_defaults(run=_guarded(run_topics_delete))
 
-    alter = actions.add_parser("alter", parents=[common], help="add partitions to a topic")
+    alter = actions.add_parser("alter", parents=[through], help="add partitions to a topic")
     alter.add_argument("topic")
     alter.add_argument("--partitions", type=int, required=True, help="the new (larger) partition count")
     alter.set_defaults(run=_guarded(run_topics_alter))
@@ -164,7 +183,7 @@ def _guarded(run: Run) -> Run:
         _quiet_logging()
         try:
             return run(args)
-        except (AdminError, launcher.ClusterError) as exc:
+        except (AdminError, launcher.ClusterError, kafka_flags.AdminApiError) as exc:
             return _fail(str(exc))
         except KazooException as exc:
             return _fail(f"ZooKeeper: {type(exc).__name__} {exc}".rstrip())
@@ -290,9 +309,18 @@ def _print_json(value: object) -> None:
 
 
 def run_topics_create(args: argparse.Namespace) -> int:
+    assignment = admin.parse_replica_assignment(args.replica_assignment) if args.replica_assignment else None
+    if args.bootstrap_server:  # the brokers' defaults fill in what is not given, as in Kafka 3.x
+        configs = dict(_config_pair(c) for c in args.config)
+        kafka_flags.create(
+            args.bootstrap_server, args.topic, args.partitions, args.replication_factor, assignment, configs
+        )
+        print(f"Created topic {args.topic}.")
+        return 0
+    if args.config:
+        return _usage("--config needs --bootstrap-server (topic configs go through the Admin API)")
     if args.replica_assignment is None and (args.partitions is None or args.replication_factor is None):
         return _usage("--partitions and --replication-factor are required without --replica-assignment")
-    assignment = admin.parse_replica_assignment(args.replica_assignment) if args.replica_assignment else None
     created = _with_zookeeper(
         args,
         lambda zk: admin.create_new_topic(
@@ -336,8 +364,33 @@ def _leader(p: admin.PartitionDescription) -> object:
     return "none" if p.leader == znodes.NO_LEADER else p.leader
 
 
+def _config_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise AdminError(f"--config {text!r} is not KEY=VALUE")
+    return key, value
+
+
 def run_topics_describe(args: argparse.Namespace) -> int:
+    if args.bootstrap_server:
+        served = kafka_flags.describe(args.bootstrap_server, args.topic)
+        if args.under_replicated_partitions:
+            served = [r for r in served if len(r[3]) < len(r[4])]
+        if args.unavailable_partitions:
+            served = [r for r in served if r[2] < 0]
+        print_table(("TOPIC", "PARTITION", "LEADER", "ISR", "REPLICAS"), served)
+        return 0
     found = _with_zookeeper(args, lambda zk: admin.describe(zk, [args.topic] if args.topic else None))
+    if args.under_replicated_partitions or args.unavailable_partitions:
+        found = admin.TopicsDescription(
+            found.topics,
+            [
+                p
+                for p in found.partitions
+                if (not args.under_replicated_partitions or len(p.isr) < len(p.replicas))
+                and (not args.unavailable_partitions or p.leader in (None, znodes.NO_LEADER))
+            ],
+        )
     if args.json:
         by_topic: dict[str, list[dict[str, Any]]] = {t.topic: [] for t in found.topics}
         for p in found.partitions:
@@ -361,6 +414,10 @@ def run_topics_describe(args: argparse.Namespace) -> int:
 
 
 def run_topics_list(args: argparse.Namespace) -> int:
+    if args.bootstrap_server:
+        for name in kafka_flags.list_topics(args.bootstrap_server):
+            print(name)
+        return 0
     topics = _with_zookeeper(args, admin.list_topics)
     if args.json:
         _print_json({"topics": [asdict(t) for t in topics]})
@@ -370,6 +427,10 @@ def run_topics_list(args: argparse.Namespace) -> int:
 
 
 def run_topics_delete(args: argparse.Namespace) -> int:
+    if args.bootstrap_server:
+        kafka_flags.delete(args.bootstrap_server, args.topic)
+        print(f"Deleted topic {args.topic}.")
+        return 0
     _with_zookeeper(args, lambda zk: admin.delete_topic(zk, args.topic))
     if args.json:
         _print_json({"topic": args.topic, "marked_for_deletion": True})
@@ -380,6 +441,10 @@ def run_topics_delete(args: argparse.Namespace) -> int:
 
 
 def run_topics_alter(args: argparse.Namespace) -> int:
+    if args.bootstrap_server:
+        kafka_flags.alter(args.bootstrap_server, args.topic, args.partitions)
+        print(f"Topic {args.topic} has {args.partitions} partitions.")
+        return 0
     added = _with_zookeeper(args, lambda zk: admin.add_partitions(zk, args.topic, args.partitions))
     if args.json:
         _print_json(

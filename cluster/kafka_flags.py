@@ -1,0 +1,103 @@
+"""Kafka's own spellings of the topics command, and its Admin API path (``--bootstrap-server``).
+
+``kafka-topics.sh --bootstrap-server localhost:9092 --create --topic orders --partitions 3`` works as
+``python -m cluster topics --bootstrap-server localhost:9092 --create --topic orders --partitions 3``:
+:func:`translate` turns the action flags and ``--topic`` into this CLI's ``topics create orders``
+form before parsing. With ``--bootstrap-server`` the work goes through the brokers' Admin API
+(confluent-kafka's AdminClient), as Kafka 3.x's tools do; with ``--zookeeper`` (or neither) it goes
+through ZooKeeper, as ``kafka-topics.sh --zookeeper`` did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+ACTIONS = ("--create", "--describe", "--list", "--delete", "--alter")
+TOPIC_ACTIONS = {"create", "delete", "alter", "describe"}
+TIMEOUT_S = 30.0
+
+
+def translate(argv: Sequence[str]) -> list[str]:
+    """``topics --create --topic T ...`` -> ``topics create T ...``; anything else is left alone."""
+    args = list(argv)
+    if not args or args[0] != "topics" or (len(args) > 1 and not args[1].startswith("-")):
+        return args
+    found = [a for a in args[1:] if a in ACTIONS]
+    if len(found) != 1:
+        return args  # none or several: argparse says what is wrong
+    action = found[0][2:]
+    rest = [a for a in args[1:] if a != found[0]]
+    topic: list[str] = []
+    if "--topic" in rest and action in TOPIC_ACTIONS:
+        at = rest.index("--topic")
+        topic = rest[at + 1 : at + 2]
+        del rest[at : at + 2]
+    return ["topics", action, *topic, *rest]
+
+
+class AdminApiError(Exception):
+    """The Admin API refused (Kafka's error name and message)."""
+
+
+def _client(servers: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": servers})
+
+
+def _result(future: Any) -> Any:
+    from confluent_kafka import KafkaException
+
+    try:
+        return future.result(TIMEOUT_S)
+    except KafkaException as exc:
+        error = exc.args[0]
+        raise AdminApiError(f"{error.name()}: {error.str()}") from None
+
+
+def create(
+    servers: str,
+    topic: str,
+    partitions: int | None,
+    replication_factor: int | None,
+    assignment: dict[int, tuple[int, ...]] | None,
+    configs: dict[str, str],
+) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    if assignment is not None:
+        replicas = [list(assignment[p]) for p in sorted(assignment)]
+        new = NewTopic(topic, len(assignment), replica_assignment=replicas, config=configs)
+    else:
+        new = NewTopic(topic, partitions or -1, replication_factor or -1, config=configs)
+    client = _client(servers)  # held until the answer: a collected client cancels its requests
+    _result(client.create_topics([new], operation_timeout=TIMEOUT_S)[topic])
+
+
+def delete(servers: str, topic: str) -> None:
+    client = _client(servers)
+    _result(client.delete_topics([topic], operation_timeout=TIMEOUT_S)[topic])
+
+
+def alter(servers: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import NewPartitions
+
+    client = _client(servers)
+    _result(client.create_partitions([NewPartitions(topic, partitions)], operation_timeout=TIMEOUT_S)[topic])
+
+
+def describe(servers: str, topic: str | None) -> list[tuple[str, int, int, list[int], list[int]]]:
+    """(topic, partition, leader, ISR, replicas) from the brokers' metadata, sorted."""
+    metadata = _client(servers).list_topics(topic, timeout=TIMEOUT_S)
+    rows = []
+    for name, found in sorted(metadata.topics.items()):
+        if found.error is not None:
+            raise AdminApiError(f"{found.error.name()}: topic {name}")
+        for index, p in sorted(found.partitions.items()):
+            rows.append((name, index, p.leader, list(p.isrs), list(p.replicas)))
+    return rows
+
+
+def list_topics(servers: str) -> list[str]:
+    return sorted(t for t in _client(servers).list_topics(timeout=TIMEOUT_S).topics if not t.startswith("__"))
