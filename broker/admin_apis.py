@@ -29,6 +29,7 @@ from broker.config import TopicDefaults
 from broker.metadata_api import admin_node
 from broker.metadata_cache import MetadataCache
 from broker.network import Request
+from broker.on_loop import answer_on_loop
 from broker.topic_configs import InvalidTopicConfig, check_value
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
@@ -123,18 +124,7 @@ class AdminApis:
         self._creating: set[str] = set()
 
     def _run(self, coro: Coroutine[Any, Any, T], answer: Callable[[T], Body]) -> Future[Body]:
-        done = asyncio.run_coroutine_threadsafe(coro, self.loop())
-        out: Future[Body] = Future()
-
-        def finish(f: Future[T]) -> None:
-            try:
-                out.set_result(answer(f.result()))
-            except Exception as exc:  # the connection closes with the reason rather than hang
-                log.exception("admin request failed")
-                out.set_exception(exc)
-
-        done.add_done_callback(finish)
-        return out
+        return answer_on_loop(self.loop(), coro, answer, "an admin request")
 
     async def _until(self, condition: Callable[[], bool], timeout_ms: int) -> bool:
         """Whether the metadata cache came to satisfy ``condition`` within ``timeout_ms``."""

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from broker.admin_apis import KAFKA_TOPIC_CONFIG_NAMES
 from broker.metadata_cache import MetadataCache
 from broker.network import Request
+from broker.on_loop import answer_on_loop
 from broker.topic_configs import TOPIC_CONFIGS, InvalidTopicConfig, check_value
 from daemon.config import LoadedConfig
 from protocol import ErrorCode
@@ -63,18 +64,7 @@ class ConfigApis:
         self.cache = cache
 
     def _run(self, coro: Coroutine[Any, Any, T], answer: Callable[[T], Body]) -> Future[Body]:
-        done = asyncio.run_coroutine_threadsafe(coro, self.loop())
-        out: Future[Body] = Future()
-
-        def finish(f: Future[T]) -> None:
-            try:
-                out.set_result(answer(f.result()))
-            except Exception as exc:  # the connection closes with the reason rather than hang
-                log.exception("config request failed")
-                out.set_exception(exc)
-
-        done.add_done_callback(finish)
-        return out
+        return answer_on_loop(self.loop(), coro, answer, "a config request")
 
     # ------------------------------------------------------------------ DescribeConfigs
 

@@ -21,6 +21,7 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from broker.network import Request
+from broker.on_loop import answer_on_loop
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
 from zkstore.aio import AsyncZooKeeper
@@ -129,18 +130,16 @@ class InitProducerIdApi:
             return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
             return _answer(ErrorCode.INVALID_REQUEST)
-        claimed = asyncio.run_coroutine_threadsafe(self.manager.next_id(), self.loop)
-        out: Future[dict[str, Any]] = Future()
+        return answer_on_loop(self.loop, self._fresh_id(), lambda body: body, "InitProducerId")
 
-        def done(f: Future[int]) -> None:
-            try:
-                out.set_result(_answer(ErrorCode.NONE, f.result(), 0))
-            except Exception:
-                log.exception("no producer id could be claimed")
-                out.set_result(_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-
-        claimed.add_done_callback(done)
-        return out
+    async def _fresh_id(self) -> dict[str, Any]:
+        """A new producer id with epoch 0; COORDINATOR_NOT_AVAILABLE (retried by clients) if no block
+        can be claimed now (ZooKeeper trouble)."""
+        try:
+            return _answer(ErrorCode.NONE, await self.manager.next_id(), 0)
+        except Exception:
+            log.exception("no producer id could be claimed")
+            return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
 
 def _answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:

@@ -10,7 +10,6 @@ holds no thread. FindCoordinator creates ``__consumer_offsets`` the first time a
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
@@ -20,11 +19,10 @@ from broker.group.config import OFFSETS_TOPIC
 from broker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult
 from broker.metadata_cache import MetadataCache
 from broker.network import Request
+from broker.on_loop import answer_on_loop
 from protocol import ErrorCode
 from protocol.consumer_offsets import OffsetCommitRecord
 from zkstore.znodes import TopicPartition
-
-log = logging.getLogger("broker.group")
 
 T = TypeVar("T")
 Body = dict[str, Any]
@@ -53,19 +51,7 @@ class GroupApis:
         self._creating: Future[None] | None = None
 
     def _run(self, coro: Coroutine[Any, Any, T], answer: Callable[[T], Body]) -> Future[Body]:
-        """Run ``coro`` on the coordinator's loop; the response body once it finishes."""
-        done = asyncio.run_coroutine_threadsafe(coro, self.coordinator.loop)
-        out: Future[Body] = Future()
-
-        def finish(f: Future[T]) -> None:
-            try:
-                out.set_result(answer(f.result()))
-            except Exception as exc:  # the connection closes with the reason rather than hang
-                log.exception("group request failed")
-                out.set_exception(exc)
-
-        done.add_done_callback(finish)
-        return out
+        return answer_on_loop(self.coordinator.loop, coro, answer, "a group request")
 
     # ------------------------------------------------------------------ FindCoordinator
 
