@@ -120,6 +120,18 @@ class GroupMember(threading.Thread):
         assert self.failure is None, f"{self.name} failed: {self.failure!r}"
 
 
+def committed_offsets(servers: str, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offsets as OffsetFetch returns them (partitions without one left out)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": group})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(TOPIC_PARTITIONS)], timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+
+
 def values(start: int, count: int) -> list[bytes]:
     return [f"v{i}".encode() for i in range(start, start + count)]
 
@@ -313,7 +325,8 @@ async def test_kcat_balanced_consumer_and_idempotent_producer(cluster: Cluster) 
     async def kcat_run(*args: str, stdin: bytes | None = None) -> str:
         process = await asyncio.create_subprocess_exec(
             kcat, "-b", servers, *args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         async with asyncio.timeout(DEADLINE_S):
             out, err = await process.communicate(stdin)
@@ -321,11 +334,19 @@ async def test_kcat_balanced_consumer_and_idempotent_producer(cluster: Cluster) 
         return out.decode()
 
     def lines(first: int, count: int) -> bytes:
-        return "".join(f"kc-{i}\n" for i in range(first, first + count)).encode()
+        # keyed, so every partition gets records and so a committed offset: where none is committed a
+        # consumer starts at the end (auto.offset.reset=latest), and would miss records produced before
+        return "".join(f"k{i}:kc-{i}\n" for i in range(first, first + count)).encode()
 
-    await kcat_run("-P", "-t", topic, "-X", "enable.idempotence=true", stdin=lines(0, 100))
+    def values_of(first: int, count: int) -> list[str]:
+        return sorted(f"kc-{i}" for i in range(first, first + count))
+
+    await kcat_run("-P", "-t", topic, "-K", ":", "-X", "enable.idempotence=true", stdin=lines(0, 100))
     consumed = await kcat_run("-G", group, "-o", "beginning", "-c", "100", "-f", "%s\n", topic)
-    assert sorted(consumed.split()) == sorted(lines(0, 100).decode().split())
-    await kcat_run("-P", "-t", topic, "-X", "enable.idempotence=true", stdin=lines(100, 10))
+    assert sorted(consumed.split()) == values_of(0, 100)
+    # kcat commits what it consumed when it leaves; the coordinator must hold all of it
+    committed = await asyncio.to_thread(committed_offsets, servers, group, topic)
+    assert sum(committed.values()) == 100 and len(committed) == TOPIC_PARTITIONS, committed
+    await kcat_run("-P", "-t", topic, "-K", ":", "-X", "enable.idempotence=true", stdin=lines(100, 10))
     resumed = await kcat_run("-G", group, "-c", "10", "-f", "%s\n", topic)
-    assert sorted(resumed.split()) == sorted(lines(100, 10).decode().split())
+    assert sorted(resumed.split()) == values_of(100, 10)

@@ -18,7 +18,7 @@ from protocol import (
     encode_response,
     error_response_body,
 )
-from protocol.error_response import _empty
+from protocol.error_response import _element, _empty
 from protocol.registry import message_codec
 from protocol.types import Bool, Int8, Int32, Int64, KBytes, Layout, Uuid, default
 from tests.protocol.strategies import body_strategy, per_message
@@ -210,3 +210,57 @@ def test_every_wire_type_gets_its_empty_value() -> None:
         "leader_epoch": -1,
     }
     assert schema.parse(schema.build(empty)) == empty
+
+
+def test_group_and_producer_id_error_bodies_carry_kafkas_unknowns() -> None:
+    """As Kafka's own error responses: no coordinator (-1, "", -1), no generation, no producer id."""
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert error_response_body(ApiKey.FIND_COORDINATOR, 0, code) == {
+        "error_code": 15,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }
+    # v4 answers per key: without the request there is no key to answer, and no top-level code.
+    assert error_response_body(ApiKey.FIND_COORDINATOR, 4, code) == {
+        "throttle_time_ms": 0,
+        "coordinators": [],
+    }
+    coordinator = _empty(
+        _element(message_codec(ApiKey.FIND_COORDINATOR, 4, "response").schema, "coordinators")
+    )
+    assert coordinator == {
+        "key": "",
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+        "error_code": 0,
+        "error_message": None,
+    }
+    assert error_response_body(ApiKey.JOIN_GROUP, 6, code) == {
+        "throttle_time_ms": 0,
+        "error_code": 15,
+        "generation_id": -1,
+        "protocol_name": "",
+        "leader": "",
+        "member_id": "",
+        "members": [],
+    }
+    join_v7 = error_response_body(ApiKey.JOIN_GROUP, 7, code)
+    assert join_v7["protocol_type"] is None and join_v7["protocol_name"] is None
+    assert error_response_body(ApiKey.INIT_PRODUCER_ID, 4, code) == {
+        "throttle_time_ms": 0,
+        "error_code": 15,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+    fetched = message_codec(ApiKey.OFFSET_FETCH, 7, "response").schema
+    assert _empty(_element(_element(fetched, "topics"), "partitions")) == {
+        "partition_index": 0,
+        "committed_offset": -1,
+        "committed_leader_epoch": -1,
+        "metadata": None,
+        "error_code": 0,
+    }
+    described = message_codec(ApiKey.DESCRIBE_GROUPS, 5, "response").schema
+    assert _empty(_element(described, "groups"))["authorized_operations"] == -(2**31)

@@ -4,8 +4,9 @@ kafka-python 3.x carries two independent implementations of the protocol, and bo
 
 * the classes its client sends and reads (``kafka.protocol.metadata``, ``.producer``, ``.consumer``),
   generated at run time from Kafka's JSON specs, for the versions kafka-python declares valid;
-* its older hand-written schemas (``kafka.protocol.old``), one class per version, which cover every
-  version implemented here. These are compared by position, so any difference in field order, type or
+* its older hand-written schemas (``kafka.protocol.old``), one class per version: every version of the
+  older data-plane APIs implemented here, and the non-flexible versions of the group, coordinator and
+  producer-id APIs. These are compared by position, so any difference in field order, type or
   presence between the two transcriptions shows up.
 
 Requests go kafka-python -> bytes -> ``decode_request``; responses go ``encode_response`` -> bytes ->
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 import protocol
 from protocol import ApiKey
 from protocol.registry import SUPPORTED_VERSIONS, message_codec
-from protocol.types import KArray, KStruct
+from protocol.types import KArray, KBytes, KString, KStruct
 from tests.protocol.strategies import body_strategy, per_message
 
 kafka_protocol = pytest.importorskip("kafka.protocol")
@@ -45,10 +46,25 @@ from kafka.protocol.metadata import (  # noqa: E402
     MetadataResponse,
 )
 from kafka.protocol.old import (  # noqa: E402
+    admin as old_admin,
+)
+from kafka.protocol.old import (  # noqa: E402
     api_versions as old_api_versions,
 )
 from kafka.protocol.old import (  # noqa: E402
+    commit as old_commit,
+)
+from kafka.protocol.old import (  # noqa: E402
     fetch as old_fetch,
+)
+from kafka.protocol.old import (  # noqa: E402
+    find_coordinator as old_find_coordinator,
+)
+from kafka.protocol.old import (  # noqa: E402
+    group as old_group,
+)
+from kafka.protocol.old import (  # noqa: E402
+    init_producer_id as old_init_producer_id,
 )
 from kafka.protocol.old import (  # noqa: E402
     list_offsets as old_list_offsets,
@@ -150,7 +166,35 @@ HAND_WRITTEN_CLASSES: dict[ApiKey, tuple[list[Any], list[Any]]] = {
         old_offset_for_leader_epoch.OffsetForLeaderEpochRequest,
         old_offset_for_leader_epoch.OffsetForLeaderEpochResponse,
     ),
+    # The group, coordinator and producer-id APIs: kafka-python's hand-written schemas stop before
+    # each API's first flexible version, the client classes above cover the rest.
+    ApiKey.FIND_COORDINATOR: (
+        old_find_coordinator.FindCoordinatorRequest,
+        old_find_coordinator.FindCoordinatorResponse,
+    ),
+    ApiKey.JOIN_GROUP: (old_group.JoinGroupRequest, old_group.JoinGroupResponse),
+    ApiKey.SYNC_GROUP: (old_group.SyncGroupRequest, old_group.SyncGroupResponse),
+    ApiKey.HEARTBEAT: (old_group.HeartbeatRequest, old_group.HeartbeatResponse),
+    ApiKey.LEAVE_GROUP: (old_group.LeaveGroupRequest, old_group.LeaveGroupResponse),
+    ApiKey.OFFSET_COMMIT: (old_commit.OffsetCommitRequest, old_commit.OffsetCommitResponse),
+    ApiKey.OFFSET_FETCH: (old_commit.OffsetFetchRequest, old_commit.OffsetFetchResponse),
+    ApiKey.LIST_GROUPS: (old_admin.ListGroupsRequest, old_admin.ListGroupsResponse),
+    ApiKey.DESCRIBE_GROUPS: (old_admin.DescribeGroupsRequest, old_admin.DescribeGroupsResponse),
+    ApiKey.DELETE_GROUPS: (old_admin.DeleteGroupsRequest, old_admin.DeleteGroupsResponse),
+    ApiKey.INIT_PRODUCER_ID: (
+        old_init_producer_id.InitProducerIdRequest,
+        old_init_producer_id.InitProducerIdResponse,
+    ),
 }
+DATA_PLANE_HAND_WRITTEN = {
+    ApiKey.API_VERSIONS,
+    ApiKey.METADATA,
+    ApiKey.PRODUCE,
+    ApiKey.FETCH,
+    ApiKey.LIST_OFFSETS,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+}
+"""The APIs whose hand-written schemas reach every version implemented here."""
 
 
 def _client_versions(key: ApiKey) -> list[int]:
@@ -160,12 +204,25 @@ def _client_versions(key: ApiKey) -> list[int]:
 
 
 CLIENT_CASES = [(key, v) for key in CLIENT_CLASSES for v in _client_versions(key)]
-HAND_WRITTEN_CASES = [
-    (key, v)
-    for key, (requests, _) in HAND_WRITTEN_CLASSES.items()
-    for v in SUPPORTED_VERSIONS[key]
-    if v < len(requests)
-]
+
+
+def _hand_written_cases(kind: int) -> list[tuple[ApiKey, int]]:
+    """Our versions kafka-python has a hand-written class for, labelled with that version.
+
+    (Its ``ListGroupsRequest[2]`` says ``API_VERSION = 1``, so ListGroups v2 requests are left to the
+    client classes.)
+    """
+    return [
+        (key, v)
+        for key, classes in HAND_WRITTEN_CLASSES.items()
+        for v in SUPPORTED_VERSIONS[key]
+        if v < len(classes[kind]) and v == classes[kind][v].API_VERSION
+    ]
+
+
+HAND_WRITTEN_REQUEST_CASES = _hand_written_cases(0)
+HAND_WRITTEN_RESPONSE_CASES = _hand_written_cases(1)
+HAND_WRITTEN_CASES = sorted({*HAND_WRITTEN_REQUEST_CASES, *HAND_WRITTEN_RESPONSE_CASES})
 
 
 def _case_id(case: Any) -> str:
@@ -277,6 +334,54 @@ def test_our_responses_decode_in_the_client(case, data, correlation_id):
     assert _plain(response.to_dict(json=False)) == _as_client_reads(key, body)
 
 
+_CLIENT_NAMES = {"cluster_authorized_operations": "authorized_operations"}
+_CLIENT_NAMES_IN_TOPICS = {"topic_authorized_operations": "authorized_operations"}
+"""kafka-python's own spellings of a few fields (it reads the int32 as a set of operations)."""
+
+KNOWN_TAGGED = {(ApiKey.CREATE_TOPICS, "topic_config_error_code")}
+"""Tagged fields of the versions implemented here, never written (see ``_as_client_reads``)."""
+
+
+def _field_differences(key: ApiKey, ours: Any, theirs: Any, version: int, path: str) -> list[str]:
+    """Where our struct and kafka-python's field tree disagree on the fields present in ``version``,
+    their order, or which strings, byte strings and arrays may be null."""
+    while isinstance(ours, Renamed):
+        ours = ours.subcon
+    mine = [sc for sc in ours.subcons if sc.name]
+    present = [f for f in theirs.fields.values() if f.for_version_q(version)]
+    untagged = [f for f in present if not f.tagged_field_q(version)]
+    names = {**_CLIENT_NAMES, **(_CLIENT_NAMES_IN_TOPICS if path.endswith("topics[]") else {})}
+    diffs = [
+        f"{path}: tagged field {f.name} unknown here"
+        for f in present
+        if f.tagged_field_q(version) and (key, f.name) not in KNOWN_TAGGED
+    ]
+    if [names.get(sc.name, sc.name) for sc in mine] != [f.name for f in untagged]:
+        return [*diffs, f"{path}: fields {[sc.name for sc in mine]} != {[f.name for f in untagged]}"]
+    for sc, field in zip(mine, untagged, strict=True):
+        con = sc.subcon
+        while isinstance(con, Renamed):
+            con = con.subcon
+        if isinstance(con, (KString, KBytes, KArray)) and con.nullable != field.nullable_for_version_q(
+            version
+        ):
+            diffs.append(f"{path}.{sc.name}: nullable {con.nullable} here")
+        if field.is_struct_array():
+            diffs += _field_differences(key, con.element, field, version, f"{path}.{sc.name}[]")
+    return diffs
+
+
+@pytest.mark.parametrize("case", CLIENT_CASES, ids=_case_id)
+def test_fields_and_nullability_match_the_client(case):
+    """The same fields, in the same order, nullable in the same versions: bodies drawn from our
+    schemas never hold a null our schema forbids, so only this catches a field we wrongly refuse
+    to read as null."""
+    key, version = case
+    for kind, cls in zip(("request", "response"), CLIENT_CLASSES[key], strict=True):
+        schema = message_codec(key, version, kind).schema
+        assert _field_differences(key, schema, cls, version, kind) == []
+
+
 # ---------------------------------------------------------------- kafka-python's hand-written schemas
 
 
@@ -309,7 +414,7 @@ def _hand_written_positional(value: Any) -> Any:
     return _plain(value)
 
 
-@pytest.mark.parametrize("case", HAND_WRITTEN_CASES, ids=_case_id)
+@pytest.mark.parametrize("case", HAND_WRITTEN_REQUEST_CASES, ids=_case_id)
 @per_message
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1), client_id=st.text(max_size=8))
 def test_hand_written_requests_decode_here(case, data, correlation_id, client_id):
@@ -329,7 +434,7 @@ def test_hand_written_requests_decode_here(case, data, correlation_id, client_id
     assert decoded == body
 
 
-@pytest.mark.parametrize("case", HAND_WRITTEN_CASES, ids=_case_id)
+@pytest.mark.parametrize("case", HAND_WRITTEN_RESPONSE_CASES, ids=_case_id)
 @per_message
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1))
 def test_our_responses_decode_in_hand_written_schemas(case, data, correlation_id):
@@ -344,14 +449,40 @@ def test_our_responses_decode_in_hand_written_schemas(case, data, correlation_id
     assert len(frame) == 8 + len(schema(*expected).encode())  # nothing left over
 
 
+GROUP_AND_PRODUCER_ID_APIS = {
+    # API: (versions implemented, versions kafka-python's hand-written schemas also check)
+    ApiKey.FIND_COORDINATOR: (range(0, 5), range(0, 3)),
+    ApiKey.JOIN_GROUP: (range(0, 8), range(0, 6)),
+    ApiKey.SYNC_GROUP: (range(0, 6), range(0, 4)),
+    ApiKey.HEARTBEAT: (range(0, 5), range(0, 4)),
+    ApiKey.LEAVE_GROUP: (range(0, 5), range(0, 4)),
+    ApiKey.OFFSET_COMMIT: (range(2, 9), range(2, 8)),
+    ApiKey.OFFSET_FETCH: (range(1, 8), range(1, 6)),
+    ApiKey.LIST_GROUPS: (range(0, 5), range(0, 3)),
+    ApiKey.DESCRIBE_GROUPS: (range(0, 6), range(0, 4)),
+    ApiKey.DELETE_GROUPS: (range(0, 3), range(0, 2)),
+    ApiKey.INIT_PRODUCER_ID: (range(0, 5), range(0, 2)),
+}
+
+
 def test_every_data_plane_version_is_cross_checked():
     """Every version implemented is checked against at least one of kafka-python's implementations:
     the hand-written schemas reach every version of the older data-plane APIs, the client classes the
-    recent ones and every version of the group and producer-id APIs."""
+    recent ones and every version of the group and producer-id APIs, whose older versions the
+    hand-written schemas check a second time."""
     for key in CLIENT_CLASSES:
-        checked = {v for k, v in [*HAND_WRITTEN_CASES, *CLIENT_CASES] if k == key}
-        assert checked == set(SUPPORTED_VERSIONS[key]), ApiKey(key).name
-    for key in HAND_WRITTEN_CLASSES:
-        assert {v for k, v in HAND_WRITTEN_CASES if k == key} == set(SUPPORTED_VERSIONS[key])
+        for cases in (HAND_WRITTEN_REQUEST_CASES, HAND_WRITTEN_RESPONSE_CASES):
+            checked = {v for k, v in [*cases, *CLIENT_CASES] if k == key}
+            assert checked == set(SUPPORTED_VERSIONS[key]), ApiKey(key).name
+    for key in DATA_PLANE_HAND_WRITTEN:
+        assert {v for k, v in HAND_WRITTEN_REQUEST_CASES if k == key} == set(SUPPORTED_VERSIONS[key])
+        assert {v for k, v in HAND_WRITTEN_RESPONSE_CASES if k == key} == set(SUPPORTED_VERSIONS[key])
+    for key, (versions, hand_written) in GROUP_AND_PRODUCER_ID_APIS.items():
+        name = ApiKey(key).name
+        assert SUPPORTED_VERSIONS[key] == tuple(versions), name
+        assert {v for k, v in CLIENT_CASES if k == key} == set(versions), name
+        assert {v for k, v in HAND_WRITTEN_RESPONSE_CASES if k == key} == set(hand_written), name
+        requests = {v for k, v in HAND_WRITTEN_REQUEST_CASES if k == key}
+        assert requests == set(hand_written) - ({2} if key == ApiKey.LIST_GROUPS else set()), name
     assert {v for k, v in CLIENT_CASES if k == ApiKey.FETCH} == set(range(4, 12))
     assert {v for k, v in CLIENT_CASES if k == ApiKey.PRODUCE} == set(range(3, 9))
