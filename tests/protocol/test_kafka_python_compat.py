@@ -166,8 +166,8 @@ HAND_WRITTEN_CLASSES: dict[ApiKey, tuple[list[Any], list[Any]]] = {
         old_offset_for_leader_epoch.OffsetForLeaderEpochRequest,
         old_offset_for_leader_epoch.OffsetForLeaderEpochResponse,
     ),
-    # The group, coordinator and producer-id APIs: kafka-python's hand-written schemas stop before
-    # each API's first flexible version, the client classes above cover the rest.
+    # The group, coordinator and producer-id APIs: kafka-python's hand-written schemas reach some of
+    # the non-flexible versions only (GROUP_AND_PRODUCER_ID_APIS below), the client classes all.
     ApiKey.FIND_COORDINATOR: (
         old_find_coordinator.FindCoordinatorRequest,
         old_find_coordinator.FindCoordinatorResponse,
