@@ -95,6 +95,12 @@ class LogManager:
             partition_log.reconfigure(config)
         return len(logs)
 
+    def sizes(self) -> dict[TopicPartition, int]:
+        """Each log's size in bytes (DescribeLogDirs)."""
+        with self._lock:
+            logs = dict(self._logs)
+        return {tp: partition_log.size_bytes for tp, partition_log in logs.items()}
+
     def get(self, tp: TopicPartition) -> Log | None:
         with self._lock:
             return self._logs.get(tp)

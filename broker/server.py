@@ -153,6 +153,8 @@ class BrokerServer:
             broker_id=config.broker_id,
             cluster_id=lambda: self.cluster_id,
             create_internal=self._create_internal_topic,
+            log_dir=config.log_dir,
+            log_sizes=self.log_manager.sizes,
         )
         self.topic_configs: TopicConfigStore | None = None
         configs = ConfigApis(
@@ -170,6 +172,7 @@ class BrokerServer:
             (ApiKey.DELETE_TOPICS, self.admin_apis.delete_topics),
             (ApiKey.CREATE_PARTITIONS, self.admin_apis.create_partitions),
             (ApiKey.DESCRIBE_CLUSTER, self.admin_apis.describe_cluster),
+            (ApiKey.DESCRIBE_LOG_DIRS, self.admin_apis.describe_log_dirs),
         ):
             self.apis.register(key, handler)
         self.replica_manager.on_elected = self._offsets_partition_elected

@@ -26,6 +26,7 @@ from protocol.messages import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     fetch,
     find_coordinator,
     heartbeat,
@@ -78,6 +79,7 @@ APIS: dict[int, ApiSpec] = {
         describe_configs.SPEC,
         alter_configs.SPEC,
         incremental_alter_configs.SPEC,
+        describe_log_dirs.SPEC,
     )
 }
 

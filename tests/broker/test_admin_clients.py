@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.clients import DEADLINE_S, bootstrap
-from tests.support.cluster import Cluster
+from tests.support.cluster import Cluster, produce
 from tests.support.waiting import wait_until
 from zkstore import znodes
 
@@ -209,3 +209,27 @@ async def test_kafkajs_admin_creates_and_lists_topics(cluster: Cluster) -> None:
     answer = json.loads(out.decode().strip().splitlines()[-1])
     assert answer["created"] is True and "js-admin" in answer["topics"]
     assert sorted(await assignment(cluster, "js-admin")) == [0, 1, 2]
+
+
+async def test_kafka_python_describes_the_log_dirs(cluster: Cluster) -> None:
+    await cluster.start((1,))
+    await cluster.topic("sized", {0: (1,), 1: (1,)})
+    servers = bootstrap(cluster)
+    assert (await produce(cluster.brokers[1], "sized", 1, 20))["error_code"] == 0
+
+    def describe() -> Any:
+        from kafka.admin import KafkaAdminClient
+
+        client = KafkaAdminClient(bootstrap_servers=servers)
+        try:
+            return client.describe_log_dirs()
+        finally:
+            client.close()
+
+    (broker,) = await asyncio.to_thread(describe)
+    (log_dir,) = broker["log_dirs"]
+    assert log_dir["log_dir"] == str((cluster.workdir / "broker-1").resolve())
+    assert log_dir["total_bytes"] >= log_dir["usable_bytes"] > 0
+    (topic,) = [t for t in log_dir["topics"] if t["name"] == "sized"]
+    sizes = {p["partition_index"]: p["partition_size"] for p in topic["partitions"]}
+    assert sizes[0] == 0 and sizes[1] > 0  # twenty records went to partition 1

@@ -85,7 +85,12 @@ from kafka.protocol.old.types import Schema as OldSchema  # noqa: E402
 from kafka.protocol.producer import ProduceRequest, ProduceResponse  # noqa: E402
 
 kafka_groups = pytest.importorskip("kafka.protocol.consumer.group")
-from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse  # noqa: E402
+from kafka.protocol.admin.cluster import (  # noqa: E402
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from kafka.protocol.admin.configs import (  # noqa: E402
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -155,6 +160,7 @@ CLIENT_CLASSES: dict[ApiKey, tuple[Any, Any]] = {
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.ALTER_CONFIGS: (AlterConfigsRequest, AlterConfigsResponse),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+    ApiKey.DESCRIBE_LOG_DIRS: (DescribeLogDirsRequest, DescribeLogDirsResponse),
 }
 HAND_WRITTEN_CLASSES: dict[ApiKey, tuple[list[Any], list[Any]]] = {
     ApiKey.API_VERSIONS: (old_api_versions.ApiVersionsRequest, old_api_versions.ApiVersionsResponse),
