@@ -181,11 +181,12 @@ class AdminApis:
                     ErrorCode.INVALID_REQUEST,
                     "Create topics request from client contains multiple entries for the same topic",
                 )
-            assignment = await self._assignment(topic)
-            configs = {c["name"]: c["value"] for c in topic["configs"]}
-            check_configs(configs)
+            # Kafka's order: an existing topic first, then its configs, then the assignment
             if name in self.cache.snapshot.topics:
                 raise AdminFailure(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            configs = {c["name"]: c["value"] for c in topic["configs"]}
+            check_configs(configs)
+            assignment = await self._assignment(topic)
             created = await self._write_topic(name, assignment, configs, validate_only=validate_only)
         except AdminFailure as exc:
             return {**result, "error_code": exc.code, "error_message": str(exc), "topic_id": _NO_ID}
