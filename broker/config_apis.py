@@ -14,11 +14,12 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from broker.admin_apis import KAFKA_TOPIC_CONFIG_NAMES
+from broker.admin_apis import AdminFailure, check_configs
+from broker.log import LogConfig
 from broker.metadata_cache import MetadataCache
 from broker.network import Request
 from broker.on_loop import answer_on_loop
-from broker.topic_configs import TOPIC_CONFIGS, InvalidTopicConfig, check_value
+from broker.topic_configs import TOPIC_CONFIGS
 from daemon.config import LoadedConfig
 from protocol import ErrorCode
 from zkstore import admin
@@ -42,23 +43,20 @@ BROKER_ONLY_DEFAULTS = {"log.cleanup.policy": "delete", "unclean.leader.election
 """Synonyms of topic configs that the broker does not declare (it has no such setting of its own)."""
 
 
-class ConfigRefused(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 class ConfigApis:
     def __init__(
         self,
         broker_id: int,
         loaded: LoadedConfig | None,
+        log_defaults: LogConfig,
         zk: Callable[[], AsyncZooKeeper],
         loop: Callable[[], asyncio.AbstractEventLoop],
         cache: MetadataCache,
     ) -> None:
         self.broker_id = broker_id
         self.loaded = loaded
+        self.log_defaults = log_defaults
+        """The broker's log settings: the broker-wide values behind the topic configs that set them."""
         self.zk = zk
         self.loop = loop
         self.cache = cache
@@ -80,7 +78,7 @@ class ConfigApis:
                                 "resource_name": name, "configs": []}  # fmt: skip
                 try:
                     configs = await self._describe(kind, name, synonyms)
-                except ConfigRefused as exc:
+                except AdminFailure as exc:
                     results.append({**result, "error_code": exc.code, "error_message": str(exc)})
                     continue
                 result["configs"] = [c for c in configs if keys is None or c["name"] in keys]
@@ -92,20 +90,20 @@ class ConfigApis:
     async def _describe(self, kind: int, name: str, synonyms: bool) -> list[Body]:
         if kind == TOPIC:
             if name not in self.cache.snapshot.topics:
-                raise ConfigRefused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+                raise AdminFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             try:  # what ZooKeeper holds, as Kafka answers, even before this broker applied a change
                 overrides = await admin.read_topic_configs(self.zk(), name)
             except admin.AdminError as exc:
-                raise ConfigRefused(ErrorCode.INVALID_CONFIG, str(exc)) from None
+                raise AdminFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
             return [self._topic_entry(spec.name, overrides, synonyms) for spec in TOPIC_CONFIGS.values()]
         if kind == BROKER:
             if name not in ("", str(self.broker_id)):
-                raise ConfigRefused(
+                raise AdminFailure(
                     ErrorCode.INVALID_REQUEST,
                     f"Unexpected broker id, expected {self.broker_id} but received {name}",
                 )
             return self._broker_entries(synonyms)
-        raise ConfigRefused(ErrorCode.INVALID_REQUEST, f"resource type {kind} is not described here")
+        raise AdminFailure(ErrorCode.INVALID_REQUEST, f"resource type {kind} is not described here")
 
     def _broker_value(self, key: str) -> tuple[str | None, int]:
         """A broker setting as a string, and Kafka's source for it (file or environment: static)."""
@@ -129,11 +127,10 @@ class ConfigApis:
     def _topic_entry(self, name: str, overrides: dict[str, str], synonyms: bool) -> Body:
         spec = TOPIC_CONFIGS[name]
         broker_value, broker_source = self._broker_value(spec.broker_key)
-        if spec.broker_key == "log.roll.ms" and broker_value is None:
-            broker_value = str(self.loaded["log.roll.hours"] * 3_600_000) if self.loaded else None
-        if spec.broker_key == "log.retention.ms" and broker_value is None and self.loaded is not None:
-            hours = self.loaded["log.retention.hours"]
-            broker_value = str(hours * 3_600_000 if hours >= 0 else -1)
+        if (
+            spec.log_field is not None
+        ):  # the broker's effective setting (log.retention.hours and the like folded in)
+            broker_value = str(getattr(self.log_defaults, spec.log_field))
         found: list[Body] = [
             *(
                 [{"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG}]
@@ -197,9 +194,9 @@ class ConfigApis:
                                 "resource_name": name}  # fmt: skip
                 try:
                     if kinds_names.count((kind, name)) > 1:
-                        raise ConfigRefused(ErrorCode.INVALID_REQUEST, f"Duplicate resource {name}")
+                        raise AdminFailure(ErrorCode.INVALID_REQUEST, f"Duplicate resource {name}")
                     await self._alter_one(kind, name, resource["configs"], change, body["validate_only"])
-                except ConfigRefused as exc:
+                except AdminFailure as exc:
                     result.update(error_code=exc.code, error_message=str(exc))
                 results.append(result)
             return results
@@ -215,33 +212,27 @@ class ConfigApis:
         validate_only: bool,
     ) -> None:
         if kind == BROKER:
-            raise ConfigRefused(
+            raise AdminFailure(
                 ErrorCode.INVALID_REQUEST,
                 "broker configs are static here: set them in the broker's properties file or environment",
             )
         if kind != TOPIC:
-            raise ConfigRefused(ErrorCode.INVALID_REQUEST, f"resource type {kind} cannot be altered here")
+            raise AdminFailure(ErrorCode.INVALID_REQUEST, f"resource type {kind} cannot be altered here")
         if name not in self.cache.snapshot.topics:
-            raise ConfigRefused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+            raise AdminFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
         keys = [c["name"] for c in configs]
         if len(set(keys)) != len(keys):
-            raise ConfigRefused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+            raise AdminFailure(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         zk = self.zk()
         updated = change(await admin.read_topic_configs(zk, name), configs)
-        for key, value in updated.items():
-            if key not in KAFKA_TOPIC_CONFIG_NAMES:
-                raise ConfigRefused(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
-            try:
-                check_value(key, value)
-            except InvalidTopicConfig as exc:
-                raise ConfigRefused(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        check_configs(dict(updated))
         if not validate_only:
             await admin.change_topic_configs(zk, name, updated)
 
 
 def _non_null(name: str, value: str | None) -> str:
     if value is None:
-        raise ConfigRefused(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}")
+        raise AdminFailure(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}")
     return value
 
 
@@ -256,7 +247,7 @@ def _incremental(current: dict[str, str], configs: list[Body]) -> dict[str, str]
             updated.pop(name, None)
         elif operation in (APPEND, SUBTRACT):
             if name != "cleanup.policy":  # the one list-typed topic config applied here
-                raise ConfigRefused(
+                raise AdminFailure(
                     ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {name}"
                 )
             items = [i for i in updated.get(name, "delete").split(",") if i]
@@ -268,5 +259,5 @@ def _incremental(current: dict[str, str], configs: list[Body]) -> dict[str, str]
             )
             updated[name] = ",".join(items)
         else:
-            raise ConfigRefused(ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation}")
+            raise AdminFailure(ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation}")
     return updated

@@ -160,6 +160,7 @@ class BrokerServer:
         configs = ConfigApis(
             config.broker_id,
             config.loaded,
+            self.log_manager.config,
             lambda: self.zk,
             self._loop,
             self.metadata_cache,
