@@ -19,10 +19,10 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from chaos import ChaosError
+from chaos.workload import CLIENT_LOG
 from daemon.eventlog import EventLog
 
 log = logging.getLogger("chaos.group")
-CLIENT_LOG = logging.getLogger("chaos.librdkafka")
 
 MEMBERS = 3
 POLL_S = 0.2

@@ -10,13 +10,12 @@ holds no thread. FindCoordinator creates ``__consumer_offsets`` the first time a
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from broker.group.config import OFFSETS_TOPIC
-from broker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult
+from broker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult, now_ms
 from broker.metadata_cache import MetadataCache
 from broker.network import Request
 from broker.on_loop import answer_on_loop
@@ -189,7 +188,7 @@ class GroupApis:
     # ------------------------------------------------------------------ offsets
 
     def offset_commit(self, request: Request, body: Body) -> Future[Body]:
-        now = _now_ms()
+        now = now_ms()
         retention = body.get("retention_time_ms", -1)
         offsets: dict[TopicPartition, OffsetCommitRecord] = {}
         for topic in body["topics"]:
@@ -325,7 +324,3 @@ def _join_response(result: JoinResult, version: int) -> Body:
         "member_id": result.member_id,
         "members": [{"member_id": m, "group_instance_id": i, "metadata": md} for m, i, md in result.members],
     }
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

@@ -128,7 +128,8 @@ class GroupSummary:
     members: list[dict[str, Any]]
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
+    """Wall-clock milliseconds: what commit and state timestamps in ``__consumer_offsets`` hold."""
     return int(time.time() * 1000)
 
 
@@ -235,7 +236,7 @@ class GroupCoordinator:
             for member in group.members.values():
                 _answer_join(member, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
                 _answer_sync(member, SyncResult(ErrorCode.NOT_COORDINATOR))
-            group.transition(GroupState.DEAD, _now_ms())
+            group.transition(GroupState.DEAD, now_ms())
             del self.groups[group.group_id]
         if was_owned:
             self.events.emit(
@@ -302,7 +303,7 @@ class GroupCoordinator:
         if group is None:
             if request.member_id:
                 return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)
-            group = self.groups[request.group_id] = Group(request.group_id, state_timestamp_ms=_now_ms())
+            group = self.groups[request.group_id] = Group(request.group_id, state_timestamp_ms=now_ms())
         if group.is_in(GroupState.DEAD):
             return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, request.member_id)
         if not self._has_room(group, request.member_id):
@@ -468,7 +469,7 @@ class GroupCoordinator:
                 _answer_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
             self._cancel(group, "sync")
         initial = group.is_in(GroupState.EMPTY)
-        group.transition(GroupState.PREPARING_REBALANCE, _now_ms())
+        group.transition(GroupState.PREPARING_REBALANCE, now_ms())
         if initial:  # KIP-134: wait for more members before the first assignment
             self._initial_delay.add(group.group_id)
             delay = self.config.group_initial_rebalance_delay_ms
@@ -525,7 +526,7 @@ class GroupCoordinator:
         if group.members and not joined:  # only static members that have not come back yet
             self._schedule(group, "join", group.rebalance_timeout_ms, self._complete_join, group)
             return
-        group.init_next_generation(_now_ms())
+        group.init_next_generation(now_ms())
         self.on_rebalance()
         self.events.emit(
             "group_rebalance_completed",
@@ -648,7 +649,7 @@ class GroupCoordinator:
                 member, SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol, member.assignment)
             )
             self._schedule_heartbeat(group, member)
-        group.transition(GroupState.STABLE, _now_ms())
+        group.transition(GroupState.STABLE, now_ms())
         self.events.emit(
             "group_stable", group=group.group_id, generation=generation, members=len(group.members)
         )
@@ -790,7 +791,7 @@ class GroupCoordinator:
             if generation >= 0:
                 return ErrorCode.ILLEGAL_GENERATION
             # a consumer that assigns partitions itself: its group exists only to hold offsets
-            self.groups[group_id] = Group(group_id, state_timestamp_ms=_now_ms())
+            self.groups[group_id] = Group(group_id, state_timestamp_ms=now_ms())
             return ErrorCode.NONE
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -896,7 +897,7 @@ class GroupCoordinator:
     def expire_offsets(self) -> int:
         """Drop offsets past ``offsets.retention.minutes`` (on the loop); Empty groups left without
         offsets are deleted. Returns how many offsets expired."""
-        now = _now_ms()
+        now = now_ms()
         retention = self.config.offsets_retention_minutes * 60_000
         expired = 0
         for group in list(self.groups.values()):
@@ -921,7 +922,7 @@ class GroupCoordinator:
         if group.generation > 0:
             keys.append(group_key(group.group_id))
         self._cancel_timers(group)
-        group.transition(GroupState.DEAD, _now_ms())
+        group.transition(GroupState.DEAD, now_ms())
         del self.groups[group.group_id]
         self.events.emit("group_deleted", group=group.group_id, reason=reason, offsets=len(group.offsets))
         if keys:
