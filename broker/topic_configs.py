@@ -25,6 +25,7 @@ from broker.log import LogConfig
 from daemon.supervision import start_supervised
 from zkstore import admin
 from zkstore.aio import AsyncZooKeeper
+from zkstore.batch_read import get_data_many
 
 log = logging.getLogger("broker.topic_configs")
 
@@ -127,9 +128,16 @@ class TopicConfigStore:
     async def _topics(self) -> None:
         """Read the overrides of every topic not known yet: a topic created with configs has its
         ``/config/topics/T`` written (without a notification) before its assignment."""
-        for topic in await self.zk.get_children(TOPIC_CONFIGS_PATH, watch=self._watch_topics):
-            if topic not in self.overrides:
-                await self._reload(topic)
+        children = await self.zk.get_children(TOPIC_CONFIGS_PATH, watch=self._watch_topics)
+        new = [topic for topic in children if topic not in self.overrides]
+        found = await get_data_many(self.zk, [admin.topic_config_path(topic) for topic in new])
+        for topic, result in zip(new, found, strict=True):
+            if isinstance(result, NoNodeError):
+                self._install(topic, None)
+            elif isinstance(result, Exception):
+                raise result
+            else:
+                self._install(topic, result[0])
 
     def _watch_topics(self, event: WatchedEvent) -> None:
         start_supervised("topic-configs", self._topics)
@@ -155,12 +163,17 @@ class TopicConfigStore:
         start_supervised("topic-config-changes", self._changes)
 
     async def _reload(self, topic: str) -> None:
+        try:
+            data, _ = await self.zk.get(admin.topic_config_path(topic))
+        except NoNodeError:
+            data = None
+        self._install(topic, data)
+
+    def _install(self, topic: str, data: bytes | None) -> None:
+        """Apply a topic's ``/config/topics/T`` as read (None: gone), if it changed what is in force."""
         path = admin.topic_config_path(topic)
         try:
-            data, _ = await self.zk.get(path)
-            overrides = admin.decode_entity_config(data, path)
-        except NoNodeError:
-            overrides = {}
+            overrides = {} if data is None else admin.decode_entity_config(data, path)
         except admin.AdminError as exc:
             log.error("skipping the configs of topic %s: %s", topic, exc)
             return

@@ -140,10 +140,6 @@ class OffsetsKey:
     topic: str | None = None
     partition: int | None = None
 
-    @property
-    def is_offset(self) -> bool:
-        return self.topic is not None
-
 
 @dataclass(frozen=True, slots=True)
 class OffsetCommitRecord:
