@@ -16,8 +16,8 @@ def request(version: int) -> Construct:
     return k.struct("resources" / k.array(resource), "validate_only" / Bool)
 
 
-def response(version: int) -> Construct:
-    k = Layout(flexible=version >= 2)
+def resource_results(k: Layout) -> Construct:
+    """The response both AlterConfigs and IncrementalAlterConfigs answer with: one result per resource."""
     result = k.struct(
         "error_code" / Int16,
         "error_message" / k.string(nullable=True),
@@ -25,6 +25,10 @@ def response(version: int) -> Construct:
         "resource_name" / k.string(),
     )
     return k.struct("throttle_time_ms" / Int32, "responses" / k.array(result))
+
+
+def response(version: int) -> Construct:
+    return resource_results(Layout(flexible=version >= 2))
 
 
 SPEC = ApiSpec(

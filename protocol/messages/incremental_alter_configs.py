@@ -6,7 +6,8 @@ from __future__ import annotations
 from construct import Construct
 
 from protocol.api import ApiKey, ApiSpec
-from protocol.types import Bool, Int8, Int16, Int32, Layout
+from protocol.messages.alter_configs import resource_results
+from protocol.types import Bool, Int8, Layout
 
 
 def request(version: int) -> Construct:
@@ -17,14 +18,7 @@ def request(version: int) -> Construct:
 
 
 def response(version: int) -> Construct:
-    k = Layout(flexible=version >= 1)
-    result = k.struct(
-        "error_code" / Int16,
-        "error_message" / k.string(nullable=True),
-        "resource_type" / Int8,
-        "resource_name" / k.string(),
-    )
-    return k.struct("throttle_time_ms" / Int32, "responses" / k.array(result))
+    return resource_results(Layout(flexible=version >= 1))
 
 
 SPEC = ApiSpec(
