@@ -125,8 +125,11 @@ async def steady_production(cluster: Cluster) -> AsyncIterator[SteadyProducer]:
 
 async def consume_acknowledged(cluster: Cluster, producer: SteadyProducer) -> dict[int, list[Any]]:
     """Everything in the topic; every acknowledged record must be there, at the offset acknowledged."""
-    got = await asyncio.get_running_loop().run_in_executor(
-        None, confluent_consume, bootstrap(cluster), TOPIC, PARTITIONS, len(producer.acked)
+    last: dict[int, int] = {}
+    for a in producer.acked:
+        last[a.partition] = max(last.get(a.partition, -1), a.offset)
+    got = await asyncio.to_thread(
+        confluent_consume, bootstrap(cluster), TOPIC, PARTITIONS, len(producer.acked), through=last
     )
     consumed = {p: {offset: value for offset, _, value in records} for p, records in got.items()}
     for a in producer.acked:

@@ -16,7 +16,12 @@ def bootstrap(cluster: Cluster) -> str:
     return ",".join("{}:{}".format(*b.endpoint("PLAINTEXT")) for b in cluster.brokers.values())
 
 
-def confluent_consume(servers: str, topic: str, partitions: int, expected: int) -> dict[int, list[Any]]:
+def confluent_consume(
+    servers: str, topic: str, partitions: int, expected: int, *, through: dict[int, int] | None = None
+) -> dict[int, list[Any]]:
+    """Read ``topic`` from the beginning until ``expected`` records came, and, with ``through``, until
+    each partition's reads reached the offset given for it (a count alone can be met early when a
+    resent batch left a duplicate in another partition)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer(
@@ -26,7 +31,13 @@ def confluent_consume(servers: str, topic: str, partitions: int, expected: int) 
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         deadline = time.monotonic() + DEADLINE_S
-        while sum(len(v) for v in got.values()) < expected and time.monotonic() < deadline:
+
+        def short() -> bool:
+            if sum(len(v) for v in got.values()) < expected:
+                return True
+            return any(max((o for o, _, _ in got[p]), default=-1) < end for p, end in (through or {}).items())
+
+        while short() and time.monotonic() < deadline:
             for message in consumer.consume(num_messages=1000, timeout=0.5):
                 if message.error() is None:
                     got[message.partition()].append((message.offset(), message.key(), message.value()))
