@@ -27,6 +27,7 @@ from broker.apis import BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
 from broker.config_apis import ConfigApis
 from broker.fetch import FetchApi
+from broker.forwarded_admin import ForwardedAdminApis
 from broker.group.apis import GroupApis
 from broker.group.config import OFFSETS_TOPIC
 from broker.group.coordinator import GroupCoordinator
@@ -165,7 +166,17 @@ class BrokerServer:
             self._loop,
             self.metadata_cache,
         )
+        forwarded = ForwardedAdminApis(
+            self._controller_endpoint,
+            self._loop,
+            self.metadata_cache,
+            broker_id=config.broker_id,
+            socket_timeout_s=config.controller_socket_timeout_s,
+        )
         for key, handler in (
+            (ApiKey.ELECT_LEADERS, forwarded.elect_leaders),
+            (ApiKey.ALTER_PARTITION_REASSIGNMENTS, forwarded.alter_partition_reassignments),
+            (ApiKey.LIST_PARTITION_REASSIGNMENTS, forwarded.list_partition_reassignments),
             (ApiKey.DESCRIBE_CONFIGS, configs.describe_configs),
             (ApiKey.ALTER_CONFIGS, configs.alter_configs),
             (ApiKey.INCREMENTAL_ALTER_CONFIGS, configs.incremental_alter_configs),

@@ -20,7 +20,7 @@ from controller.channel import ChannelManager
 from controller.config import ControllerConfig
 from controller.context import ControllerContext
 from controller.event_manager import EventManager, EventTimings
-from controller.handlers import responses
+from controller.handlers import admin_requests, responses
 from controller.handlers.brokers import BrokerChanges
 from controller.handlers.controlled_shutdown import ControlledShutdowns
 from controller.handlers.election import ControllerElection
@@ -35,7 +35,8 @@ from controller.stats import ControllerStats
 from controller.store import ControllerStore
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
-from protocol import ErrorCode
+from protocol import ApiKey, ErrorCode
+from protocol.error_response import error_response_body
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.fencing import ControllerMoved
 from zkstore.znodes import Endpoint
@@ -93,6 +94,7 @@ class Controller:
         isr_changes = IsrChanges(svc, reassignments)
         preferred = PreferredElections(svc)
         shutdowns = ControlledShutdowns(svc)
+        admin = admin_requests.AdminRequests(svc, reassignments)
         failover = Failover(svc, topics, deletions, reassignments, isr_changes, preferred)
         self.election = ControllerElection(svc, failover, brokers, topics, config.advertised)
         election = self.election
@@ -117,6 +119,9 @@ class Controller:
             events.UpdateMetadataResponseReceived: responses.on_update_metadata_response,
             events.ControlledShutdown: shutdowns.on_controlled_shutdown,
             events.AlterPartitionReceived: isr_changes.on_alter_partition,
+            events.ElectLeadersReceived: admin.on_elect_leaders,
+            events.AlterReassignmentsReceived: admin.on_alter_reassignments,
+            events.ListReassignmentsReceived: admin.on_list_reassignments,
         }
 
     # ------------------------------------------------------------------ lifecycle
@@ -221,4 +226,24 @@ class Controller:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
         reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.event_manager.put(events.AlterPartitionReceived(request=request, version=version, reply=reply))
+        return await reply
+
+    async def handle_admin_request(
+        self, api_key: ApiKey, request: dict[str, Any], version: int
+    ) -> dict[str, Any]:
+        """ElectLeaders, AlterPartitionReassignments or ListPartitionReassignments forwarded by a
+        broker: NOT_CONTROLLER at once unless active, else run as a controller event."""
+        kind = {
+            ApiKey.ELECT_LEADERS: events.ElectLeadersReceived,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: events.AlterReassignmentsReceived,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: events.ListReassignmentsReceived,
+        }[api_key]
+
+        def refusal(code: ErrorCode, message: str) -> dict[str, Any]:
+            return error_response_body(api_key, version, code, request, message=message)
+
+        if not self.is_active:
+            return refusal(ErrorCode.NOT_CONTROLLER, f"controller {self.id} is not the active controller")
+        reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.event_manager.put(kind(request=request, version=version, reply=reply, refusal=refusal))
         return await reply

@@ -1,8 +1,9 @@
 """Run one controller candidate: its RPC listener, metrics endpoint, event log and the controller.
 
-The RPC listener answers the two requests brokers send the controller, ControlledShutdown and
-AlterPartition, by turning them into controller events; it starts before the candidate competes,
-so the endpoint it publishes in ``/controller`` is already serving.
+The RPC listener answers the requests brokers send the controller, ControlledShutdown and
+AlterPartition, and the Admin API requests brokers forward to it (ElectLeaders and the reassignment
+APIs), by turning them into controller events; it starts before the candidate competes, so the
+endpoint it publishes in ``/controller`` is already serving.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from daemon.metrics import Metrics
 from daemon.server import RequestServer
 from protocol import ApiKey, RequestHeader
 
+FORWARDED_APIS = frozenset(
+    {ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS}
+)
+"""Admin API requests that brokers forward to the active controller."""
+RPC_APIS = frozenset({ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION}) | FORWARDED_APIS
+
 
 class ControllerDaemon:
     def __init__(self, config: ControllerConfig) -> None:
@@ -31,9 +38,7 @@ class ControllerDaemon:
             config, event_log=self.event_log, metrics=self.metrics, timings=self.controller_metrics
         )
         self.controller_metrics.bind(self.controller)
-        self.rpc = RequestServer(
-            self._handle, name="controller-rpc", api_keys=(ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION)
-        )
+        self.rpc = RequestServer(self._handle, name="controller-rpc", api_keys=RPC_APIS)
         self.metrics_port: int | None = None
         self.name = f"controller {config.controller_id}"
 
@@ -43,6 +48,10 @@ class ControllerDaemon:
     async def _handle(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
         if header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
             return await self.controller.handle_controlled_shutdown(body["broker_id"], body["broker_epoch"])
+        if header.api_key in FORWARDED_APIS:
+            return await self.controller.handle_admin_request(
+                ApiKey(header.api_key), body, header.api_version
+            )
         return await self.controller.handle_alter_partition(body, header.api_version)
 
     async def start(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,3 +245,41 @@ class AlterPartitionReceived(ControllerEvent):
             self.reply.set_result(
                 {"throttle_time_ms": 0, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "topics": []}
             )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdminRequestReceived(ControllerEvent):
+    """An Admin API request a broker forwarded to the active controller (ElectLeaders and the
+    reassignment APIs, which need the controller's state). ``refusal(code, message)`` builds the
+    response that refuses the whole request."""
+
+    request: dict[str, Any]
+    version: int
+    reply: asyncio.Future[dict[str, Any]] = field(compare=False)
+    refusal: Callable[[ErrorCode, str], dict[str, Any]] = field(compare=False)
+
+    def preempt(self) -> None:
+        if not self.reply.done():
+            self.reply.set_result(self.refusal(ErrorCode.NOT_CONTROLLER, "the controller moved"))
+
+    def fail(self, *, moved: bool) -> None:
+        """NOT_CONTROLLER when deposed, so the broker asks the next controller."""
+        if moved:
+            self.preempt()
+        elif not self.reply.done():
+            self.reply.set_result(self.refusal(ErrorCode.UNKNOWN_SERVER_ERROR, "the controller failed"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElectLeadersReceived(AdminRequestReceived):
+    state: ControllerState = ControllerState.MANUAL_LEADER_BALANCE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterReassignmentsReceived(AdminRequestReceived):
+    state: ControllerState = ControllerState.ALTER_PARTITION_REASSIGNMENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListReassignmentsReceived(AdminRequestReceived):
+    state: ControllerState = ControllerState.LIST_PARTITION_REASSIGNMENT

@@ -67,6 +67,15 @@ def initial_leadership(context: ControllerContext, tp: TopicPartition) -> Leader
     return LeadershipChange(tp, state, tuple(live), "new partition", create=True)
 
 
+def clean_leader_available(context: ControllerContext, tp: TopicPartition) -> bool:
+    """Whether a live in-sync replica is left to lead ``tp`` (else only an unclean election helps)."""
+    info = context.leadership.get(tp)
+    if info is None:
+        return True  # nothing to elect from: the election refuses it either way
+    live = context.live_broker_ids
+    return any(r in live for r in info.leader_and_isr.isr if r in context.replicas(tp))
+
+
 def election(
     context: ControllerContext, tp: TopicPartition, strategy: ElectionStrategy, *, allow_unclean: bool = False
 ) -> LeadershipChange | Refused:

@@ -73,7 +73,9 @@ class ControllerServices:
         self.stats = stats
         self.enqueue = enqueue
         self._channel = channel
-        self._writer = StateWriter(context, store, event_log, stats)
+        self._writer = StateWriter(
+            context, store, event_log, stats, unclean_default=config.unclean_leader_election_enable
+        )
         self._timers: list[asyncio.TimerHandle] = []
 
     @property

@@ -11,11 +11,12 @@ skipped, never raised.
 
 from __future__ import annotations
 
+import enum
 import logging
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from controller import partition_changes as plans
 from controller.context import ControllerContext
@@ -35,6 +36,8 @@ __all__ = [
     "EnsureZnodes",
     "Replica",
     "Steps",
+    "Unclean",
+    "UncleanAllowed",
     "WriteLeadership",
     "Written",
     "initialize",
@@ -59,6 +62,25 @@ class EnsureZnodes:
 
 
 @dataclass(frozen=True, slots=True)
+class UncleanAllowed:
+    """Which of ``topics`` allow an unclean election: each topic's ``unclean.leader.election.enable``
+    in ``/config/topics/T``, else the controller's own setting. Yields back a set of topic names."""
+
+    topics: tuple[str, ...]
+
+
+class Unclean(enum.Enum):
+    """Whether an offline partition with no live in-sync replica may take any live replica as leader."""
+
+    NEVER = "never"
+    BY_CONFIG = "by_config"
+    """As the topic's ``unclean.leader.election.enable`` says (read only for such partitions, as
+    Kafka does), else the controller's."""
+    ALWAYS = "always"
+    """An unclean election asked for through the Admin API (ElectLeaders UNCLEAN)."""
+
+
+@dataclass(frozen=True, slots=True)
 class WriteLeadership:
     """Commit ``plan(tp)`` for each partition, fenced and compare-and-set.
 
@@ -80,7 +102,7 @@ class Written:
     refused: list[Refused]
 
 
-Effect = EnsureZnodes | WriteLeadership
+Effect = EnsureZnodes | UncleanAllowed | WriteLeadership
 
 T = TypeVar("T")
 Steps = Generator[Effect, object, T]
@@ -152,7 +174,7 @@ def partitions_to(
     target: PartitionState,
     strategy: ElectionStrategy = ElectionStrategy.OFFLINE,
     *,
-    allow_unclean: bool = False,
+    unclean: Unclean = Unclean.NEVER,
 ) -> Steps[list[Refused]]:
     """Move partitions to ``target``; returns those whose election or write failed."""
     legal = _legal_partitions(ctx, partitions, target)
@@ -176,9 +198,14 @@ def partitions_to(
             batch.add_leader_and_isr(change.new.isr, change.tp, is_new=True)
         failed += written.refused
     if existing:
+        allowed = (
+            (yield from _unclean_topics(ctx, existing, unclean))
+            if strategy is ElectionStrategy.OFFLINE
+            else ()
+        )
         written = yield from write_leadership(
             existing,
-            lambda tp: plans.election(ctx, tp, strategy, allow_unclean=allow_unclean),
+            lambda tp: plans.election(ctx, tp, strategy, allow_unclean=tp.topic in allowed),
             f"{strategy.value} election",
         )
         for change in written.done:
@@ -188,6 +215,20 @@ def partitions_to(
     return failed
 
 
+def _unclean_topics(
+    ctx: ControllerContext, partitions: Sequence[TopicPartition], unclean: Unclean
+) -> Steps[Collection[str]]:
+    """The topics of ``partitions`` that may take an unclean leader: only those with no live in-sync
+    replica left are asked about."""
+    stuck = {tp.topic for tp in partitions if not plans.clean_leader_available(ctx, tp)}
+    if not stuck or unclean is Unclean.NEVER:
+        return ()
+    if unclean is Unclean.ALWAYS:
+        return stuck
+    allowed = yield UncleanAllowed(tuple(sorted(stuck)))
+    return cast(Collection[str], allowed)
+
+
 def _partition_parents(partitions: Sequence[TopicPartition]) -> list[str]:
     topics = sorted({tp.topic for tp in partitions})
     parents = [znodes.partitions_path(t) for t in topics]
@@ -195,7 +236,11 @@ def _partition_parents(partitions: Sequence[TopicPartition]) -> list[str]:
 
 
 def trigger_online_partition_state_change(
-    ctx: ControllerContext, batch: RequestBatch, *, allow_unclean: bool, topics: Iterable[str] | None = None
+    ctx: ControllerContext,
+    batch: RequestBatch,
+    *,
+    unclean: Unclean = Unclean.BY_CONFIG,
+    topics: Iterable[str] | None = None,
 ) -> Steps[list[Refused]]:
     """Elect leaders for New and Offline partitions, except those of topics being deleted."""
     wanted = None if topics is None else set(topics)
@@ -208,9 +253,7 @@ def trigger_online_partition_state_change(
     ]
     if not candidates:
         return []
-    return (
-        yield from partitions_to(ctx, batch, candidates, PartitionState.ONLINE, allow_unclean=allow_unclean)
-    )
+    return (yield from partitions_to(ctx, batch, candidates, PartitionState.ONLINE, unclean=unclean))
 
 
 # -- replica state machine

@@ -17,10 +17,18 @@ from controller import partition_changes as plans
 from controller.context import ControllerContext
 from controller.model import TopicPartition
 from controller.partition_changes import LeadershipChange, Refused
-from controller.state_machines import Effect, EnsureZnodes, Steps, WriteLeadership, Written
+from controller.state_machines import (
+    Effect,
+    EnsureZnodes,
+    Steps,
+    UncleanAllowed,
+    WriteLeadership,
+    Written,
+)
 from controller.stats import ControllerStats
 from controller.store import ControllerStore
 from daemon.eventlog import EventLog
+from zkstore import admin
 from zkstore.ops import Create
 
 log = logging.getLogger("state.change.logger")
@@ -33,12 +41,20 @@ MAX_WRITE_ATTEMPTS = 5
 
 class StateWriter:
     def __init__(
-        self, context: ControllerContext, store: ControllerStore, events: EventLog, stats: ControllerStats
+        self,
+        context: ControllerContext,
+        store: ControllerStore,
+        events: EventLog,
+        stats: ControllerStats,
+        *,
+        unclean_default: bool = False,
     ) -> None:
         self.context = context
         self.store = store
         self.events = events
         self.stats = stats
+        self.unclean_default = unclean_default
+        """The controller's ``unclean.leader.election.enable``, for topics without an override."""
 
     async def apply(self, steps: Steps[T]) -> T:
         """Run a state-machine transition to its end, performing each effect it yields."""
@@ -54,6 +70,8 @@ class StateWriter:
         if isinstance(effect, EnsureZnodes):
             await self._ensure(effect.paths)
             return None
+        if isinstance(effect, UncleanAllowed):
+            return await self._unclean_allowed(effect.topics)
         written = await self._write(effect)
         if effect.action is not None:
             self._report(written.refused, effect.action)
@@ -64,6 +82,24 @@ class StateWriter:
         for result in await self.store.commit([Create(p) for p in paths]):
             if isinstance(result, Exception) and not isinstance(result, NodeExistsError):
                 raise result
+
+    async def _unclean_allowed(self, topics: Sequence[str]) -> set[str]:
+        """The topics whose unclean elections are allowed, from their overrides in one batched read."""
+        paths = [admin.topic_config_path(t) for t in topics]
+        allowed = set()
+        for topic, path, data in zip(topics, paths, await self.store.data_many(paths), strict=True):
+            value = None
+            if data is not None:
+                try:
+                    value = admin.decode_entity_config(data, path).get("unclean.leader.election.enable")
+                except admin.AdminError as exc:
+                    log.error("ignoring the configs of topic %s: %s", topic, exc)
+            if value is not None and value.lower() not in ("true", "false"):
+                log.error("topic %s: ignoring unclean.leader.election.enable=%s", topic, value)
+                value = None
+            if self.unclean_default if value is None else value.lower() == "true":
+                allowed.add(topic)
+        return allowed
 
     async def _write(self, effect: WriteLeadership) -> Written:
         """Plan, commit and record leadership changes; a stale znode version is re-read and re-planned.

@@ -30,7 +30,8 @@ _ZERO_UUID = uuid.UUID(int=0)
 class _Mirror:
     """Where one API's request lists its topics and partitions, and where its response answers them.
 
-    ``*_partitions`` is None when the response answers per topic (Metadata).
+    ``*_partitions`` is None when the response answers per topic (Metadata); ``request_index`` is None
+    when the request lists bare partition numbers (ElectLeaders).
     """
 
     request_topics: str
@@ -57,6 +58,16 @@ _MIRRORS: dict[int, _Mirror] = {
         "topics", "topic", "partitions", "partition", "topics", "topic", "partitions", "partition"
     ),
     ApiKey.METADATA: _Mirror("topics", "name", None, None, "topics", "name", None, None),
+    ApiKey.ELECT_LEADERS: _Mirror(
+        "topic_partitions",
+        "topic",
+        "partitions",
+        None,
+        "replica_election_results",
+        "topic",
+        "partition_result",
+        "partition_id",
+    ),
 }
 
 
@@ -95,7 +106,7 @@ def _element(struct_con: KStruct, name: str) -> KStruct:
 
 
 def _mirrored_topics(
-    schema: KStruct, mirror: _Mirror, request: dict[str, Any], error_code: int
+    schema: KStruct, mirror: _Mirror, request: dict[str, Any], error_code: int, message: str | None
 ) -> list[dict[str, Any]]:
     topic_con = _element(schema, mirror.response_topics)
     topics = []
@@ -108,23 +119,35 @@ def _mirrored_topics(
             partition_con = _element(topic_con, mirror.response_partitions)
             for requested_partition in requested[mirror.request_partitions]:
                 partition = _empty(partition_con)
-                partition[mirror.response_index] = requested_partition[mirror.request_index]
+                partition[mirror.response_index] = (
+                    requested_partition
+                    if mirror.request_index is None
+                    else requested_partition[mirror.request_index]
+                )
                 partition["error_code"] = error_code
+                if "error_message" in partition:
+                    partition["error_message"] = message
                 topic[mirror.response_partitions].append(partition)
         topics.append(topic)
     return topics
 
 
 def error_response_body(
-    api_key: int, api_version: int, error_code: int, request: dict[str, Any] | None = None
+    api_key: int,
+    api_version: int,
+    error_code: int,
+    request: dict[str, Any] | None = None,
+    *,
+    message: str | None = None,
 ) -> dict[str, Any]:
     """A response body for ``api_key`` v``api_version`` carrying ``error_code`` and nothing else.
 
     The code goes into the top-level ``error_code`` field where the version has one. With the decoded
     ``request`` body, Produce, Fetch, ListOffsets and OffsetForLeaderEpoch answers also list every
-    requested partition with the code, and Metadata every requested topic, as Kafka's error responses
-    do; without it those lists are empty. Other fields take Kafka's declared defaults (-1 offsets and
-    epochs, for example) or zeros.
+    requested partition with the code, ElectLeaders every requested partition, and Metadata every
+    requested topic, as Kafka's error responses do; without it those lists are empty. ``message``
+    goes wherever the version has an ``error_message`` beside the code. Other fields take Kafka's
+    declared defaults (-1 offsets and epochs, for example) or zeros.
 
     Raises ProtocolError for an API or version the codec does not implement.
     """
@@ -132,7 +155,9 @@ def error_response_body(
     body: dict[str, Any] = _empty(schema)
     if "error_code" in body:
         body["error_code"] = error_code
+    if "error_message" in body:
+        body["error_message"] = message
     mirror = _MIRRORS.get(api_key)
     if request is not None and mirror is not None:
-        body[mirror.response_topics] = _mirrored_topics(schema, mirror, request, error_code)
+        body[mirror.response_topics] = _mirrored_topics(schema, mirror, request, error_code, message)
     return body

@@ -17,6 +17,7 @@ from protocol.message_codec import MessageCodec
 from protocol.messages import (
     alter_configs,
     alter_partition,
+    alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -27,6 +28,7 @@ from protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -37,6 +39,7 @@ from protocol.messages import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_fetch,
@@ -80,6 +83,9 @@ APIS: dict[int, ApiSpec] = {
         alter_configs.SPEC,
         incremental_alter_configs.SPEC,
         describe_log_dirs.SPEC,
+        elect_leaders.SPEC,
+        alter_partition_reassignments.SPEC,
+        list_partition_reassignments.SPEC,
     )
 }
 

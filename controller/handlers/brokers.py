@@ -138,11 +138,7 @@ class BrokerChanges:
         await svc.apply(machines.replicas_to(ctx, batch, replicas, ReplicaState.ONLINE))
         svc.send(batch)
         batch = svc.new_batch()
-        await svc.apply(
-            machines.trigger_online_partition_state_change(
-                ctx, batch, allow_unclean=svc.config.unclean_leader_election_enable
-            )
-        )
+        await svc.apply(machines.trigger_online_partition_state_change(ctx, batch))
         svc.send(batch)
         for tp, moving in sorted(ctx.reassignments.items()):
             if set(moving.target) & set(new):
@@ -173,11 +169,7 @@ class BrokerChanges:
         ]
         batch = svc.new_batch()
         await svc.apply(machines.partitions_to(ctx, batch, leaderless, PartitionState.OFFLINE))
-        await svc.apply(
-            machines.trigger_online_partition_state_change(
-                ctx, batch, allow_unclean=svc.config.unclean_leader_election_enable
-            )
-        )
+        await svc.apply(machines.trigger_online_partition_state_change(ctx, batch))
         elections_announced = batch.update_metadata_everyone
         svc.send(batch)
         batch = svc.new_batch()

@@ -76,11 +76,7 @@ class Failover:
         await svc.apply(machines.replicas_to(ctx, batch, offline, ReplicaState.OFFLINE))
         svc.send(batch)
         batch = svc.new_batch()
-        await svc.apply(
-            machines.trigger_online_partition_state_change(
-                ctx, batch, allow_unclean=svc.config.unclean_leader_election_enable
-            )
-        )
+        await svc.apply(machines.trigger_online_partition_state_change(ctx, batch))
         svc.send(batch)
         await self.reassignments.resume_all()
         await self.reassignments.on_zk_reassignment(events.ZkPartitionReassignment())

@@ -8,10 +8,10 @@ import pytest
 from controller import partition_changes as plans
 from controller import state_machines as machines
 from controller.context import ControllerContext
-from controller.model import TopicPartition
+from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from controller.partition_changes import ElectionStrategy, Refused
 from controller.request_batch import EpochProtocol, RequestBatch
-from controller.state_machines import EnsureZnodes, Steps, WriteLeadership, Written
+from controller.state_machines import EnsureZnodes, Steps, Unclean, UncleanAllowed, WriteLeadership, Written
 from controller.state_tables import PartitionState, ReplicaState
 from tests.controller.builders import context
 from zkstore import znodes
@@ -38,15 +38,7 @@ def commit_all(ctx: ControllerContext, effect: WriteLeadership) -> Written:
 
 def run(ctx: ControllerContext, steps: Steps[object]) -> tuple[list[object], object]:
     """Drive ``steps`` to the end, committing every write; the effects seen and the result."""
-    seen: list[object] = []
-    outcome: object = None
-    while True:
-        try:
-            effect = steps.send(outcome)
-        except StopIteration as stop:
-            return seen, stop.value
-        seen.append(effect)
-        outcome = commit_all(ctx, effect) if isinstance(effect, WriteLeadership) else None
+    return run_from(ctx, steps, None)
 
 
 def test_a_new_partition_asks_for_its_parent_znodes_then_its_initial_leadership() -> None:
@@ -127,3 +119,56 @@ def test_controlled_shutdown_election_moves_leadership_off_the_broker() -> None:
     assert refused == [] and [type(e) for e in effects] == [WriteLeadership]
     assert ctx.leadership[T0].leader_and_isr.leader == 2
     assert 1 not in ctx.leadership[T0].leader_and_isr.isr
+
+
+def offline_without_isr() -> tuple[ControllerContext, TopicPartition, TopicPartition]:
+    """t-0 keeps a live in-sync replica (2); u-0's only in-sync replica (1) is gone, 3 is live."""
+    ctx = context({2: 20, 3: 30}, {"t": [[1, 2]], "u": [[1, 3]]})
+    u0 = TopicPartition("u", 0)
+    info = ctx.leadership[u0]
+    stuck = LeaderAndIsr(leader=-1, leader_epoch=2, isr=(1,), partition_epoch=5)
+    ctx.leadership[u0] = LeaderIsrAndControllerEpoch(stuck, info.controller_epoch)
+    for tp in (T0, u0):
+        ctx.partition_states[tp] = PartitionState.OFFLINE
+    return ctx, T0, u0
+
+
+@pytest.mark.parametrize("allowed", [{"u"}, set()])
+def test_the_topic_config_is_asked_only_for_partitions_without_a_live_in_sync_replica(
+    allowed: set[str],
+) -> None:
+    ctx, t0, u0 = offline_without_isr()
+    steps = machines.partitions_to(
+        ctx, batch_for(ctx), [t0, u0], PartitionState.ONLINE, unclean=Unclean.BY_CONFIG
+    )
+    assert next(steps) == UncleanAllowed(("u",))
+    _, refused = run_from(ctx, steps, allowed)
+    assert ctx.leadership[t0].leader_and_isr.leader == 2
+    if allowed:
+        assert refused == [] and ctx.leadership[u0].leader_and_isr.isr == (3,)
+    else:
+        assert isinstance(refused, list) and [r.tp for r in refused] == [u0]
+
+
+@pytest.mark.parametrize("unclean", [Unclean.NEVER, Unclean.ALWAYS])
+def test_never_and_always_need_no_config(unclean: Unclean) -> None:
+    ctx, t0, u0 = offline_without_isr()
+    effects, _ = run(
+        ctx, machines.partitions_to(ctx, batch_for(ctx), [t0, u0], PartitionState.ONLINE, unclean=unclean)
+    )
+    assert not any(isinstance(e, UncleanAllowed) for e in effects)
+    assert (ctx.leadership[u0].leader_and_isr.leader == 3) is (unclean is Unclean.ALWAYS)
+
+
+def run_from(ctx: ControllerContext, steps: Steps[object], answer: object) -> tuple[list[object], object]:
+    """Drive ``steps`` to the end, sending ``answer`` first (for an effect already taken, or None to
+    start), committing every write; the effects seen and the result."""
+    seen: list[object] = []
+    outcome = answer
+    while True:
+        try:
+            effect = steps.send(outcome)
+        except StopIteration as stop:
+            return seen, stop.value
+        seen.append(effect)
+        outcome = commit_all(ctx, effect) if isinstance(effect, WriteLeadership) else None

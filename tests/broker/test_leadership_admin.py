@@ -1,0 +1,220 @@
+"""Leader elections (KIP-460) and partition reassignments (KIP-455) through the Admin API, driven by
+unmodified admin clients: the brokers forward them to the active controller daemon.
+
+confluent-kafka (librdkafka) has no reassignment calls; kafka-python has all three APIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from protocol import ErrorCode
+from tests.support.clients import DEADLINE_S, bootstrap
+from tests.support.cluster import Cluster
+from tests.support.waiting import wait_until
+from tests.support.zookeeper import partition_state
+from zkstore import admin, znodes
+
+pytestmark = pytest.mark.zookeeper
+
+SESSION_S = 30.0
+"""Long enough for a killed broker's ZooKeeper session to expire and the controller to act."""
+
+
+def error_name(outcome: Any) -> str | None:
+    """confluent-kafka's per-partition outcome: None, a KafkaError, or a KafkaException holding one."""
+    if outcome is None:
+        return None
+    error = outcome.args[0] if hasattr(outcome, "args") and outcome.args else outcome
+    return str(error.name())
+
+
+async def leader_and_isr(cluster: Cluster, topic: str, partition: int) -> tuple[int, list[int]]:
+    state, _ = await partition_state(cluster.admin, topic, partition)
+    return state.leader, list(state.isr)
+
+
+async def replicas(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]:
+    data, _ = await cluster.admin.get(znodes.topic_path(topic))
+    decoded = znodes.decode_topic_assignment(data, znodes.topic_path(topic))
+    assert decoded is not None
+    return dict(decoded.partitions)
+
+
+async def test_confluent_admin_client_elects_preferred_and_unclean_leaders(cluster: Cluster) -> None:
+    await cluster.start((1, 2, 3))
+    await cluster.topic("pref", {0: (1, 2), 1: (2, 3)})
+    await cluster.topic("strict", {0: (2, 3)})
+    await cluster.topic("lossy", {0: (2, 3)})
+    await admin.change_topic_configs(cluster.admin, "lossy", {"unclean.leader.election.enable": "true"})
+
+    # broker 1 comes back as a follower of pref-0: its preferred leadership stays with broker 2
+    cluster.restart(1)
+
+    async def back_in_sync() -> bool:
+        leader, isr = await leader_and_isr(cluster, "pref", 0)
+        return leader == 2 and 1 in isr
+
+    await wait_until(back_in_sync, what="broker 1 back in pref-0's ISR under leader 2", timeout=SESSION_S)
+    servers = bootstrap(cluster)
+
+    def preferred() -> dict[tuple[str, int], str | None]:
+        from confluent_kafka import ElectionType, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        client = AdminClient({"bootstrap.servers": servers})
+        done = client.elect_leaders(
+            ElectionType.PREFERRED, [TopicPartition("pref", 0), TopicPartition("pref", 1)]
+        ).result(DEADLINE_S)
+        return {(tp.topic, tp.partition): error_name(e) for tp, e in done.items()}
+
+    assert await asyncio.to_thread(preferred) == {("pref", 0): None, ("pref", 1): "ELECTION_NOT_NEEDED"}
+    assert (await leader_and_isr(cluster, "pref", 0))[0] == 1
+
+    # strict and lossy lose their whole ISR ([2]) while broker 3 is out of it
+    cluster.brokers[3].kill()
+
+    async def shrunk() -> bool:
+        return [await leader_and_isr(cluster, t, 0) for t in ("strict", "lossy")] == [(2, [2])] * 2
+
+    await wait_until(shrunk, what="broker 3 out of the ISRs", timeout=SESSION_S)
+    cluster.brokers[2].kill()
+
+    async def offline() -> bool:
+        return [(await leader_and_isr(cluster, t, 0))[0] for t in ("strict", "lossy")] == [-1, -1]
+
+    await wait_until(offline, what="strict and lossy without a leader", timeout=SESSION_S)
+    cluster.restart(3)
+
+    # lossy's own unclean.leader.election.enable lets the controller take broker 3 at once
+    async def lossy_led() -> bool:
+        return (await leader_and_isr(cluster, "lossy", 0)) == (3, [3])
+
+    await wait_until(lossy_led, what="an unclean election of lossy by its topic config", timeout=SESSION_S)
+    await cluster.brokers[3].wait_kind("registered")
+    assert (await leader_and_isr(cluster, "strict", 0))[0] == -1
+    servers = bootstrap(cluster)  # broker 3's new ports
+
+    def unclean() -> tuple[dict[tuple[str, int], str | None], dict[tuple[str, int], str | None]]:
+        from confluent_kafka import ElectionType, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        client = AdminClient({"bootstrap.servers": servers})
+        asked = [TopicPartition("strict", 0), TopicPartition("lossy", 0)]
+        done = client.elect_leaders(ElectionType.UNCLEAN, asked).result(DEADLINE_S)
+        missing = client.elect_leaders(ElectionType.PREFERRED, [TopicPartition("nosuch", 0)]).result(
+            DEADLINE_S
+        )
+        return (
+            {(tp.topic, tp.partition): error_name(e) for tp, e in done.items()},
+            {(tp.topic, tp.partition): error_name(e) for tp, e in missing.items()},
+        )
+
+    elected, missing = await asyncio.to_thread(unclean)
+    assert elected == {("strict", 0): None, ("lossy", 0): "ELECTION_NOT_NEEDED"}
+    assert missing == {("nosuch", 0): "UNKNOWN_TOPIC_OR_PART"}  # librdkafka's name
+    assert await leader_and_isr(cluster, "strict", 0) == (3, [3])
+    controller = cluster.controller
+    assert controller is not None
+    unclean_events = [
+        e for e in controller.poll_events() if e["kind"] == "leader_and_isr_change" and e.get("unclean")
+    ]
+    assert {e["topic"] for e in unclean_events} >= {"strict", "lossy"}
+
+
+async def test_kafka_python_reassigns_lists_and_cancels(cluster: Cluster) -> None:
+    await cluster.start((1, 2, 3))
+    servers = bootstrap(cluster)
+    await cluster.topic("moving", {0: (1,), 1: (1,)})
+
+    def first_moves() -> dict[str, Any]:
+        from kafka import TopicPartition
+        from kafka.admin import KafkaAdminClient
+
+        client = KafkaAdminClient(bootstrap_servers=servers)
+        try:
+            accepted = client.alter_partition_reassignments(
+                {
+                    TopicPartition("moving", 0): [2, 3],
+                    TopicPartition("moving", 1): [1, 1],
+                    TopicPartition("moving", 9): [2],
+                }
+            )
+            refused_cancel = client.alter_partition_reassignments({TopicPartition("moving", 1): None})
+            return {
+                "accepted": {(tp.topic, tp.partition): e and e.errno for tp, e in accepted.items()},
+                "cancel": {(tp.topic, tp.partition): e and e.errno for tp, e in refused_cancel.items()},
+            }
+        finally:
+            client.close()
+
+    out = await asyncio.to_thread(first_moves)
+    assert out["accepted"] == {
+        ("moving", 0): None,
+        ("moving", 1): ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        ("moving", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    assert out["cancel"] == {("moving", 1): ErrorCode.NO_REASSIGNMENT_IN_PROGRESS}
+
+    async def moved() -> bool:
+        return (await replicas(cluster, "moving"))[0] == (2, 3)
+
+    await wait_until(moved, what="moving-0 reassigned to [2, 3]", timeout=SESSION_S)
+    assert (await leader_and_isr(cluster, "moving", 0))[0] == 2
+
+    # a move to a broker that cannot catch up (stopped) stays in progress until cancelled
+    cluster.brokers[3].pause()
+    try:
+
+        def stuck_move() -> dict[str, Any]:
+            from kafka import TopicPartition
+            from kafka.admin import KafkaAdminClient
+
+            client = KafkaAdminClient(bootstrap_servers=servers)
+            try:
+                tp = TopicPartition("moving", 1)
+                started = client.alter_partition_reassignments({tp: [1, 3]})
+                listed = client.list_partition_reassignments()
+                listed_one = client.list_partition_reassignments({"moving": [0, 1]})
+                cancelled = client.alter_partition_reassignments({tp: None})
+                elected = client.elect_leaders(0, {"moving": [0]}, raise_errors=False)
+                return {
+                    "started": started[tp],
+                    "listed": {(t.topic, t.partition): v for t, v in listed.items()},
+                    "listed_one": {(t.topic, t.partition): v for t, v in listed_one.items()},
+                    "cancelled": cancelled[tp],
+                    "elected": [
+                        (topic, [tuple(p[:2]) for p in partitions])
+                        for topic, partitions in elected.replica_election_results
+                    ],
+                }
+            finally:
+                client.close()
+
+        out = await asyncio.to_thread(stuck_move)
+    finally:
+        cluster.brokers[3].resume()
+    assert out["started"] is None and out["cancelled"] is None
+    moving = {"replicas": [1, 3], "adding_replicas": [3], "removing_replicas": []}
+    assert out["listed"] == {("moving", 1): moving}
+    assert out["listed_one"] == {("moving", 1): moving}
+    assert out["elected"] == [("moving", [(0, ErrorCode.ELECTION_NOT_NEEDED)])]  # broker 2 leads already
+
+    async def back() -> bool:
+        return (await replicas(cluster, "moving"))[1] == (1,)
+
+    await wait_until(back, what="moving-1 back on [1] after the cancellation", timeout=SESSION_S)
+
+    def listed_after() -> dict[Any, Any]:
+        from kafka.admin import KafkaAdminClient
+
+        client = KafkaAdminClient(bootstrap_servers=servers)
+        try:
+            return dict(client.list_partition_reassignments())
+        finally:
+            client.close()
+
+    assert await asyncio.to_thread(listed_after) == {}
