@@ -10,7 +10,7 @@ CLI_PACKAGES = ("rich", "confluent_kafka")
 """What the ``cli`` extra brings (pyproject.toml); the daemons need neither."""
 
 try:
-    from cluster import admin_cli, kafka_flags, lifecycle_cli
+    from cluster import admin_cli, configs_cli, groups_cli, kafka_flags, lifecycle_cli
 except ModuleNotFoundError as missing:  # installed for the daemons only
     if missing.name not in CLI_PACKAGES:
         raise
@@ -23,14 +23,17 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m cluster",
         description="Run a local cluster (up, watch, status, down, kill, bounce, restart) and administer "
-        "any cluster through its ZooKeeper (topics, brokers, controller, elect-leaders, reassign, produce, "
-        "consume).",
+        "any cluster through its ZooKeeper or its brokers' Admin API (topics, configs, brokers, controller, "
+        "elect-leaders, reassign, consumer-groups, produce, consume).",
         epilog="Every command takes --dir DIR (default .run/cluster); admin commands also "
         "--zookeeper HOST:PORT.",
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lifecycle_cli.register(commands)
-    admin_cli.register(commands)
+    common = admin_cli.common_options()
+    admin_cli.register(commands, common)
+    configs_cli.register(commands, common)
+    groups_cli.register(commands, common)
     return top
 
 

@@ -57,8 +57,8 @@ Run = Callable[[argparse.Namespace], int]
 # Parser
 
 
-def register(commands: Any) -> None:
-    """Add the admin subcommands to ``python -m cluster``'s subparsers."""
+def common_options() -> argparse.ArgumentParser:
+    """--zookeeper, --dir and --json, which every admin command takes."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--zookeeper",
@@ -68,7 +68,11 @@ def register(commands: Any) -> None:
     )
     common.add_argument("--dir", type=Path, help="a local cluster's directory: read DIR/cluster.json")
     common.add_argument("--json", action="store_true", help="machine-readable output")
+    return common
 
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the admin subcommands to ``python -m cluster``'s subparsers."""
     topics = commands.add_parser(
         "topics",
         help="create, describe, list, delete and alter topics (also in kafka-topics.sh's spelling: "
@@ -94,7 +98,7 @@ def register(commands: Any) -> None:
         metavar="1:2,2:3,...",
         help="replicas per partition (partitions split by ',', replicas by ':'); the first leads",
     )
-    create.set_defaults(run=_guarded(run_topics_create))
+    create.set_defaults(run=guarded(run_topics_create))
 
     describe = actions.add_parser(
         "describe", parents=[through], help="partitions: leader, epoch, ISR, replicas"
@@ -106,37 +110,52 @@ def register(commands: Any) -> None:
     describe.add_argument(
         "--unavailable-partitions", action="store_true", help="only partitions without a leader"
     )
-    describe.set_defaults(run=_guarded(run_topics_describe))
+    describe.set_defaults(run=guarded(run_topics_describe))
 
     listing = actions.add_parser("list", parents=[through], help="every topic")
-    listing.set_defaults(run=_guarded(run_topics_list))
+    listing.set_defaults(run=guarded(run_topics_list))
 
     delete = actions.add_parser("delete", parents=[through], help="mark a topic for deletion")
     delete.add_argument("topic")
-    delete.set_defaults(run=_guarded(run_topics_delete))
+    delete.set_defaults(run=guarded(run_topics_delete))
 
     alter = actions.add_parser("alter", parents=[through], help="add partitions to a topic")
     alter.add_argument("topic")
     alter.add_argument("--partitions", type=int, required=True, help="the new (larger) partition count")
-    alter.set_defaults(run=_guarded(run_topics_alter))
+    alter.set_defaults(run=guarded(run_topics_alter))
 
     brokers = commands.add_parser(
         "brokers", parents=[common], help="live brokers: epochs (czxids), endpoints"
     )
-    brokers.set_defaults(run=_guarded(run_brokers))
+    brokers.set_defaults(run=guarded(run_brokers))
 
     controller = commands.add_parser("controller", parents=[common], help="active controller and its epoch")
-    controller.set_defaults(run=_guarded(run_controller))
+    controller.set_defaults(run=guarded(run_controller))
 
     elect = commands.add_parser(
         "elect-leaders",
         parents=[common],
-        help="request a preferred leader election (all partitions by default)",
+        help="preferred or unclean leader elections (kafka-leader-election.sh's flags; all partitions "
+        "by default)",
     )
-    elect.add_argument("--type", choices=("preferred",), default="preferred", help="only preferred elections")
+    elect.add_argument(
+        "--election-type",
+        "--type",
+        dest="election_type",
+        type=str.upper,
+        choices=("PREFERRED", "UNCLEAN"),
+        default="PREFERRED",
+        help="UNCLEAN takes a live replica outside the ISR when no ISR member lives (Admin API only)",
+    )
+    elect.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        help="go through the brokers' Admin API (ElectLeaders) instead of /admin/preferred_replica_election",
+    )
     elect.add_argument("--topic")
     elect.add_argument("--partition", type=int)
-    elect.set_defaults(run=_guarded(run_elect_leaders))
+    elect.add_argument("--all-topic-partitions", action="store_true", help="every partition (the default)")
+    elect.set_defaults(run=guarded(run_elect_leaders))
 
     reassign = commands.add_parser("reassign", parents=[common], help="move partitions' replicas")
     mode = reassign.add_mutually_exclusive_group()
@@ -146,7 +165,7 @@ def register(commands: Any) -> None:
     reassign.add_argument("--plan", type=Path, help="a plan in Kafka's JSON reassignment format")
     reassign.add_argument("--topics", help="with --generate: T1,T2,...")
     reassign.add_argument("--brokers", help="with --generate: 1,2,3")
-    reassign.set_defaults(run=_guarded(run_reassign))
+    reassign.set_defaults(run=guarded(run_reassign))
 
     client = argparse.ArgumentParser(add_help=False, parents=[common])
     client.add_argument(
@@ -164,7 +183,7 @@ def register(commands: Any) -> None:
     produce.add_argument("--count", type=int, help="generate this many records instead of reading stdin")
     produce.add_argument("--key-separator", help="split each line into key and value at this string")
     produce.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for acknowledgements")
-    produce.set_defaults(run=_guarded(run_produce))
+    produce.set_defaults(run=guarded(run_produce))
 
     consume = commands.add_parser(
         "consume", parents=[client], help="print records: partition, offset, key, value (tab-separated)"
@@ -172,14 +191,14 @@ def register(commands: Any) -> None:
     consume.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
     consume.add_argument("--max-messages", type=int, help="stop after this many records")
     consume.add_argument("--timeout", type=float, help="stop after this many seconds without a record")
-    consume.set_defaults(run=_guarded(run_consume))
+    consume.set_defaults(run=guarded(run_consume))
 
 
-def _guarded(run: Run) -> Run:
+def guarded(run: Run) -> Run:
     """Turn every foreseeable failure into one ``error:`` line and exit code 1."""
 
     @functools.wraps(run)
-    def guarded(args: argparse.Namespace) -> int:
+    def run_guarded(args: argparse.Namespace) -> int:
         _quiet_logging()
         try:
             return run(args)
@@ -192,7 +211,7 @@ def _guarded(run: Run) -> Run:
         except KeyboardInterrupt:
             return 130  # the shell's code for SIGINT; the user knows why
 
-    return guarded
+    return run_guarded
 
 
 def _quiet_logging() -> None:
@@ -207,7 +226,7 @@ def _fail(message: str) -> int:
     return 1
 
 
-def _usage(message: str) -> int:
+def usage_error(message: str) -> int:
     """A usage error found after parsing (argument combinations): exit code 2, as argparse's own."""
     print(f"error: {message}", file=sys.stderr)
     return 2
@@ -233,7 +252,7 @@ def _zookeeper(args: argparse.Namespace) -> str:
     return os.environ.get(ZOOKEEPER_ENV) or DEFAULT_ZOOKEEPER
 
 
-def _with_zookeeper(args: argparse.Namespace, work: Callable[[AsyncZooKeeper], Awaitable[_T]]) -> _T:
+def with_zookeeper(args: argparse.Namespace, work: Callable[[AsyncZooKeeper], Awaitable[_T]]) -> _T:
     async def session() -> _T:
         async with admin.connect(_zookeeper(args)) as zk:
             return await work(zk)
@@ -241,7 +260,7 @@ def _with_zookeeper(args: argparse.Namespace, work: Callable[[AsyncZooKeeper], A
     return asyncio.run(session())
 
 
-def _bootstrap_servers(args: argparse.Namespace) -> str:
+def bootstrap_servers(args: argparse.Namespace) -> str:
     """--bootstrap-server, else the PLAINTEXT listeners of --dir's brokers, else those in ZooKeeper."""
     if args.bootstrap_server:
         return args.bootstrap_server
@@ -250,7 +269,7 @@ def _bootstrap_servers(args: argparse.Namespace) -> str:
         listeners = [ln for p in processes if p.get("role") == "broker" for ln in p.get("listeners") or []]
         where = str(launcher.state_path(args.dir))
     else:
-        brokers = _with_zookeeper(args, admin.broker_list)
+        brokers = with_zookeeper(args, admin.broker_list)
         listeners = [ep for b in brokers for ep in b.endpoints]
         where = f"/brokers/ids at {_zookeeper(args)}"
     servers = launcher.client_endpoints(listeners)
@@ -300,7 +319,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title:
     print(format_table(headers, rows))
 
 
-def _print_json(value: object) -> None:
+def print_json(value: object) -> None:
     print(json.dumps(value, indent=2))
 
 
@@ -311,17 +330,17 @@ def _print_json(value: object) -> None:
 def run_topics_create(args: argparse.Namespace) -> int:
     assignment = admin.parse_replica_assignment(args.replica_assignment) if args.replica_assignment else None
     if args.bootstrap_server:  # the brokers' defaults fill in what is not given, as in Kafka 3.x
-        configs = dict(_config_pair(c) for c in args.config)
+        configs = dict(config_pair(c) for c in args.config)
         kafka_flags.create(
             args.bootstrap_server, args.topic, args.partitions, args.replication_factor, assignment, configs
         )
         print(f"Created topic {args.topic}.")
         return 0
     if args.config:
-        return _usage("--config needs --bootstrap-server (topic configs go through the Admin API)")
+        return usage_error("--config needs --bootstrap-server (topic configs go through the Admin API)")
     if args.replica_assignment is None and (args.partitions is None or args.replication_factor is None):
-        return _usage("--partitions and --replication-factor are required without --replica-assignment")
-    created = _with_zookeeper(
+        return usage_error("--partitions and --replication-factor are required without --replica-assignment")
+    created = with_zookeeper(
         args,
         lambda zk: admin.create_new_topic(
             zk, args.topic, args.partitions, args.replication_factor, assignment
@@ -329,7 +348,7 @@ def run_topics_create(args: argparse.Namespace) -> int:
     )
     topic_id = znodes.format_topic_id(created.topic_id) if created.topic_id else None
     if args.json:
-        _print_json(
+        print_json(
             {
                 "topic": created.topic,
                 "topic_id": topic_id,
@@ -364,7 +383,7 @@ def _leader(p: admin.PartitionDescription) -> object:
     return "none" if p.leader == znodes.NO_LEADER else p.leader
 
 
-def _config_pair(text: str) -> tuple[str, str]:
+def config_pair(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise AdminError(f"--config {text!r} is not KEY=VALUE")
@@ -380,7 +399,7 @@ def run_topics_describe(args: argparse.Namespace) -> int:
             served = [r for r in served if r[2] < 0]
         print_table(("TOPIC", "PARTITION", "LEADER", "ISR", "REPLICAS"), served)
         return 0
-    found = _with_zookeeper(args, lambda zk: admin.describe(zk, [args.topic] if args.topic else None))
+    found = with_zookeeper(args, lambda zk: admin.describe(zk, [args.topic] if args.topic else None))
     if args.under_replicated_partitions or args.unavailable_partitions:
         found = admin.TopicsDescription(
             found.topics,
@@ -395,7 +414,7 @@ def run_topics_describe(args: argparse.Namespace) -> int:
         by_topic: dict[str, list[dict[str, Any]]] = {t.topic: [] for t in found.topics}
         for p in found.partitions:
             by_topic[p.topic].append({k: v for k, v in asdict(p).items() if k != "topic"})
-        _print_json({"topics": [{**asdict(t), "partitions": by_topic[t.topic]} for t in found.topics]})
+        print_json({"topics": [{**asdict(t), "partitions": by_topic[t.topic]} for t in found.topics]})
         return 0
     print_table(_TOPIC_HEADERS, _topic_rows(found.topics))
     if not found.partitions:
@@ -418,9 +437,9 @@ def run_topics_list(args: argparse.Namespace) -> int:
         for name in kafka_flags.list_topics(args.bootstrap_server):
             print(name)
         return 0
-    topics = _with_zookeeper(args, admin.list_topics)
+    topics = with_zookeeper(args, admin.list_topics)
     if args.json:
-        _print_json({"topics": [asdict(t) for t in topics]})
+        print_json({"topics": [asdict(t) for t in topics]})
     else:
         print_table(_TOPIC_HEADERS, _topic_rows(topics))
     return 0
@@ -431,9 +450,9 @@ def run_topics_delete(args: argparse.Namespace) -> int:
         kafka_flags.delete(args.bootstrap_server, args.topic)
         print(f"Deleted topic {args.topic}.")
         return 0
-    _with_zookeeper(args, lambda zk: admin.delete_topic(zk, args.topic))
+    with_zookeeper(args, lambda zk: admin.delete_topic(zk, args.topic))
     if args.json:
-        _print_json({"topic": args.topic, "marked_for_deletion": True})
+        print_json({"topic": args.topic, "marked_for_deletion": True})
     else:
         print(f"Topic {args.topic} is marked for deletion.")
         print("Note: This will have no impact if delete.topic.enable is not set to true.")
@@ -445,9 +464,9 @@ def run_topics_alter(args: argparse.Namespace) -> int:
         kafka_flags.alter(args.bootstrap_server, args.topic, args.partitions)
         print(f"Topic {args.topic} has {args.partitions} partitions.")
         return 0
-    added = _with_zookeeper(args, lambda zk: admin.add_partitions(zk, args.topic, args.partitions))
+    added = with_zookeeper(args, lambda zk: admin.add_partitions(zk, args.topic, args.partitions))
     if args.json:
-        _print_json(
+        print_json(
             {
                 "topic": args.topic,
                 "partitions": args.partitions,
@@ -465,9 +484,9 @@ def run_topics_alter(args: argparse.Namespace) -> int:
 
 
 def run_brokers(args: argparse.Namespace) -> int:
-    brokers = _with_zookeeper(args, admin.broker_list)
+    brokers = with_zookeeper(args, admin.broker_list)
     if args.json:
-        _print_json({"brokers": [asdict(b) for b in brokers]})
+        print_json({"brokers": [asdict(b) for b in brokers]})
     else:
         rows = [(b.broker_id, b.epoch, f"0x{b.epoch:x}", b.endpoints, b.rack) for b in brokers]
         print_table(("ID", "EPOCH", "EPOCH-HEX", "ENDPOINTS", "RACK"), rows)
@@ -475,9 +494,9 @@ def run_brokers(args: argparse.Namespace) -> int:
 
 
 def run_controller(args: argparse.Namespace) -> int:
-    info = _with_zookeeper(args, admin.controller_info)
+    info = with_zookeeper(args, admin.controller_info)
     if args.json:
-        _print_json(asdict(info))
+        print_json(asdict(info))
     else:
         row = (info.controller_id, info.epoch, info.epoch_zk_version, info.rpc_endpoint)
         print_table(("CONTROLLER-ID", "EPOCH", "EPOCH-ZK-VERSION", "RPC-ENDPOINT"), [row])
@@ -490,16 +509,62 @@ def run_controller(args: argparse.Namespace) -> int:
 
 def run_elect_leaders(args: argparse.Namespace) -> int:
     if args.partition is not None and args.topic is None:
-        return _usage("--partition needs --topic")
-    partitions = _with_zookeeper(
+        return usage_error("--partition needs --topic")
+    if args.bootstrap_server:
+        return _elect_through_brokers(args)
+    if args.election_type == "UNCLEAN":
+        return usage_error("unclean elections go through the Admin API: give --bootstrap-server")
+    partitions = with_zookeeper(
         args, lambda zk: admin.request_preferred_election(zk, args.topic, args.partition)
     )
     if args.json:
-        _print_json({"type": args.type, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+        print_json(
+            {
+                "type": args.election_type.lower(),
+                "partitions": [{"topic": t, "partition": p} for t, p in partitions],
+            }
+        )
     else:
         print(f"Requested a preferred leader election for {len(partitions)} partitions:")
         print(", ".join(map(str, partitions)))
     return 0
+
+
+def _elect_through_brokers(args: argparse.Namespace) -> int:
+    """kafka-leader-election.sh's output: the partitions elected, those that needed nothing, failures."""
+    partitions = None
+    if args.topic is not None:
+        if args.partition is not None:
+            partitions = [(args.topic, args.partition)]
+        else:  # every partition of the topic, from the brokers' metadata
+            partitions = [(t, p) for t, p, *_ in kafka_flags.describe(args.bootstrap_server, args.topic)]
+    outcomes = kafka_flags.elect_leaders(args.bootstrap_server, args.election_type == "UNCLEAN", partitions)
+    elected = sorted(tp for tp, e in outcomes.items() if e is None)
+    needless = sorted(tp for tp, e in outcomes.items() if e == "ELECTION_NOT_NEEDED")
+    failed = {tp: e for tp, e in sorted(outcomes.items()) if e not in (None, "ELECTION_NOT_NEEDED")}
+    kind = args.election_type.lower()
+    if args.json:
+        print_json(
+            {
+                "type": kind,
+                "elected": [{"topic": t, "partition": p} for t, p in elected],
+                "not_needed": [{"topic": t, "partition": p} for t, p in needless],
+                "failed": [{"topic": t, "partition": p, "error": e} for (t, p), e in failed.items()],
+            }
+        )
+    else:
+
+        def names(tps: list[tuple[str, int]]) -> str:
+            return ", ".join(f"{t}-{p}" for t, p in tps)
+
+        if elected:
+            kind = args.election_type
+            print(f"Successfully completed leader election ({kind}) for partitions {names(elected)}")
+        if needless:
+            print(f"Valid replica already elected for partitions {names(needless)}")
+        for (t, p), error in failed.items():
+            print(f"Error completing leader election ({args.election_type}) for partition {t}-{p}: {error}")
+    return 1 if failed else 0
 
 
 def _read_plan(path: Path) -> admin.Plan:
@@ -516,12 +581,12 @@ def _ids(text: str, what: str) -> list[int]:
 def run_reassign(args: argparse.Namespace) -> int:
     if args.generate:
         if not args.topics or not args.brokers:
-            return _usage("--generate needs --topics and --brokers")
+            return usage_error("--generate needs --topics and --brokers")
         topics = [t.strip() for t in args.topics.split(",") if t.strip()]
         brokers = _ids(args.brokers, "--brokers")
-        current, proposed = _with_zookeeper(args, lambda zk: admin.generate_reassignment(zk, topics, brokers))
+        current, proposed = with_zookeeper(args, lambda zk: admin.generate_reassignment(zk, topics, brokers))
         if args.json:
-            _print_json({"current": admin.plan_json(current), "proposed": admin.plan_json(proposed)})
+            print_json({"current": admin.plan_json(current), "proposed": admin.plan_json(proposed)})
         else:
             print("Current partition replica assignment")
             print(json.dumps(admin.plan_json(current)))
@@ -530,13 +595,13 @@ def run_reassign(args: argparse.Namespace) -> int:
             print(json.dumps(admin.plan_json(proposed)))
         return 0
     if args.plan is None:
-        return _usage("--plan is required (or --generate)")
+        return usage_error("--plan is required (or --generate)")
     plan = _read_plan(args.plan)
     if args.verify:
         return _verify(args, plan)
-    current = _with_zookeeper(args, lambda zk: admin.request_reassignment(zk, plan))
+    current = with_zookeeper(args, lambda zk: admin.request_reassignment(zk, plan))
     if args.json:
-        _print_json({"current": admin.plan_json(current), "proposed": admin.plan_json(plan)})
+        print_json({"current": admin.plan_json(current), "proposed": admin.plan_json(plan)})
     else:
         print("Current partition replica assignment")
         print()
@@ -549,9 +614,9 @@ def run_reassign(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace, plan: admin.Plan) -> int:
     """Exit code 1 when a reassignment failed; 0 while they are complete or still in progress."""
-    statuses = _with_zookeeper(args, lambda zk: admin.verify_reassignment(zk, plan))
+    statuses = with_zookeeper(args, lambda zk: admin.verify_reassignment(zk, plan))
     if args.json:
-        _print_json(
+        print_json(
             {
                 "partitions": [
                     {
@@ -670,8 +735,8 @@ def _stdin_records(separator: str | None) -> Iterator[tuple[bytes | None, bytes]
 
 def run_produce(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 0:
-        return _usage("--count cannot be negative")
-    servers = _bootstrap_servers(args)
+        return usage_error("--count cannot be negative")
+    servers = bootstrap_servers(args)
     if args.count is not None:
         records: Iterable[tuple[bytes | None, bytes]] = (
             (None, f"record-{i}".encode()) for i in range(args.count)
@@ -682,7 +747,7 @@ def run_produce(args: argparse.Namespace) -> int:
         servers, args.topic, records, partition=args.partition, acks=args.acks, timeout_s=args.timeout
     )
     if args.json:
-        _print_json(
+        print_json(
             {
                 "topic": report.topic,
                 "sent": report.sent,
@@ -815,8 +880,8 @@ def passing_consume_error(error: KafkaError) -> bool:
 
 def run_consume(args: argparse.Namespace) -> int:
     if args.max_messages is not None and args.max_messages < 1:
-        return _usage("--max-messages must be at least 1")
-    servers = _bootstrap_servers(args)
+        return usage_error("--max-messages must be at least 1")
+    servers = bootstrap_servers(args)
 
     def show(record: ConsumedRecord) -> None:
         if args.json:

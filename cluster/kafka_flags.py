@@ -1,4 +1,5 @@
-"""Kafka's own spellings of the topics command, and its Admin API path (``--bootstrap-server``).
+"""Kafka's own spellings of the topics command, and the Admin API path of the commands that take
+``--bootstrap-server`` (topics, configs, elect-leaders, consumer-groups).
 
 ``kafka-topics.sh --bootstrap-server localhost:9092 --create --topic orders --partitions 3`` works as
 ``python -m cluster topics --bootstrap-server localhost:9092 --create --topic orders --partitions 3``:
@@ -11,7 +12,7 @@ through ZooKeeper, as ``kafka-topics.sh --zookeeper`` did.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 ACTIONS = ("--create", "--describe", "--list", "--delete", "--alter")
 TOPIC_ACTIONS = {"create", "delete", "alter", "describe"}
@@ -40,7 +41,7 @@ class AdminApiError(Exception):
     """The Admin API refused (Kafka's error name and message)."""
 
 
-def _client(servers: str) -> Any:
+def admin_client(servers: str) -> Any:
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": servers})
@@ -71,25 +72,25 @@ def create(
         new = NewTopic(topic, len(assignment), replica_assignment=replicas, config=configs)
     else:
         new = NewTopic(topic, partitions or -1, replication_factor or -1, config=configs)
-    client = _client(servers)  # held until the answer: a collected client cancels its requests
+    client = admin_client(servers)  # held until the answer: a collected client cancels its requests
     _result(client.create_topics([new], operation_timeout=TIMEOUT_S)[topic])
 
 
 def delete(servers: str, topic: str) -> None:
-    client = _client(servers)
+    client = admin_client(servers)
     _result(client.delete_topics([topic], operation_timeout=TIMEOUT_S)[topic])
 
 
 def alter(servers: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import NewPartitions
 
-    client = _client(servers)
+    client = admin_client(servers)
     _result(client.create_partitions([NewPartitions(topic, partitions)], operation_timeout=TIMEOUT_S)[topic])
 
 
 def describe(servers: str, topic: str | None) -> list[tuple[str, int, int, list[int], list[int]]]:
     """(topic, partition, leader, ISR, replicas) from the brokers' metadata, sorted."""
-    metadata = _client(servers).list_topics(topic, timeout=TIMEOUT_S)
+    metadata = admin_client(servers).list_topics(topic, timeout=TIMEOUT_S)
     rows = []
     for name, found in sorted(metadata.topics.items()):
         if found.error is not None:
@@ -100,4 +101,69 @@ def describe(servers: str, topic: str | None) -> list[tuple[str, int, int, list[
 
 
 def list_topics(servers: str) -> list[str]:
-    return sorted(t for t in _client(servers).list_topics(timeout=TIMEOUT_S).topics if not t.startswith("__"))
+    return sorted(
+        t for t in admin_client(servers).list_topics(timeout=TIMEOUT_S).topics if not t.startswith("__")
+    )
+
+
+# -- configs
+
+
+class ConfigValue(NamedTuple):
+    name: str
+    value: str | None
+    source: str
+    read_only: bool
+    sensitive: bool
+
+
+def _resource(kind: str, name: str, **kwargs: Any) -> Any:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    return ConfigResource(ResourceType[kind], name, **kwargs)
+
+
+def describe_configs(servers: str, kind: str, name: str) -> list[ConfigValue]:
+    """Every config of a topic or broker (``kind`` TOPIC or BROKER), sorted by name."""
+    from confluent_kafka.admin import ConfigSource
+
+    client = admin_client(servers)
+    (future,) = client.describe_configs([_resource(kind, name)]).values()
+    return sorted(
+        ConfigValue(e.name, e.value, ConfigSource(e.source).name, e.is_read_only, e.is_sensitive)
+        for e in _result(future).values()
+    )
+
+
+def alter_configs(servers: str, kind: str, name: str, added: dict[str, str], deleted: Sequence[str]) -> None:
+    """IncrementalAlterConfigs: set ``added`` and remove ``deleted``, leaving the other overrides."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in added.items()]
+    entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in deleted]
+    client = admin_client(servers)
+    (future,) = client.incremental_alter_configs(
+        [_resource(kind, name, incremental_configs=entries)]
+    ).values()
+    _result(future)
+
+
+# -- leader elections
+
+
+def elect_leaders(
+    servers: str, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+) -> dict[tuple[str, int], str | None]:
+    """ElectLeaders for ``partitions`` (None: every partition); each one's error name, None when elected."""
+    from confluent_kafka import ElectionType, TopicPartition
+
+    kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
+    asked = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+    client = admin_client(servers)
+    done = _result(client.elect_leaders(kind, asked))  # its timeout keywords fail in confluent-kafka 2.16
+    return {(tp.topic, tp.partition): None if e is None else _error_name(e) for tp, e in done.items()}
+
+
+def _error_name(outcome: Any) -> str:
+    error = outcome.args[0] if getattr(outcome, "args", None) else outcome
+    return str(error.name())

@@ -30,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
     """``python -m cluster`` with only the admin commands (the lifecycle ones are another module's)."""
     top = argparse.ArgumentParser(prog="python -m cluster")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    admin_cli.register(commands)
+    admin_cli.register(commands, admin_cli.common_options())
     return top
 
 
@@ -190,7 +190,9 @@ async def test_usage_errors_exit_2(zk_connect: str, capsys: pytest.CaptureFixtur
     assert await cli("elect-leaders", "--partition", "0", "--zookeeper", zk_connect) == 2
     assert await cli("reassign", "--generate", "--topics", "t", "--zookeeper", zk_connect) == 2
     capsys.readouterr()
-    for argv in (["elect-leaders", "--type", "unclean"], ["topics"], ["reassign", "--verify", "--generate"]):
+    assert await cli("elect-leaders", "--type", "unclean", "--zookeeper", zk_connect) == 2
+    assert "--bootstrap-server" in error_line(capsys.readouterr())
+    for argv in (["elect-leaders", "--type", "fancy"], ["topics"], ["reassign", "--verify", "--generate"]):
         with pytest.raises(SystemExit) as exited:
             run(argv)
         assert exited.value.code == 2

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from cluster.__main__ import main
 from cluster.kafka_flags import translate
 from tests.support.clients import bootstrap
-from tests.support.cluster import Cluster
+from tests.support.cluster import Cluster, produce
 from tests.support.waiting import wait_until
 from zkstore import znodes
 
@@ -78,3 +79,142 @@ async def test_kafka_topics_commands_work_through_the_admin_api_and_zookeeper(
         return await cluster.admin.exists(znodes.topic_path("orders")) is None
 
     await wait_until(gone, what="orders deleted", timeout=30)
+
+
+@pytest.mark.zookeeper
+async def test_kafka_configs_leader_election_and_consumer_groups_commands(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await cluster.start((1, 2))
+    servers = bootstrap(cluster)
+    await cluster.topic("orders", {0: (1, 2), 1: (2, 1)})
+
+    def cli(*argv: str) -> int:
+        return main(list(argv))
+
+    # kafka-configs.sh: through the Admin API and through ZooKeeper
+    alter = ("--entity-type", "topics", "--entity-name", "orders", "--alter")
+    assert (
+        await asyncio.to_thread(
+            cli,
+            "configs",
+            "--bootstrap-server",
+            servers,
+            *alter,
+            "--add-config",
+            "retention.ms=60000,segment.bytes=1048576",
+        )
+        == 0
+    )
+    assert "Completed updating config for topic orders." in capsys.readouterr().out
+    assert (
+        await asyncio.to_thread(
+            cli,
+            "configs",
+            "--zookeeper",
+            cluster.zk_connect,
+            "--topic",
+            "orders",
+            "--alter",
+            "--delete-config",
+            "segment.bytes",
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert (
+        await asyncio.to_thread(
+            cli, "configs", "--bootstrap-server", servers, "--topic", "orders", "--describe", "--json"
+        )
+        == 0
+    )
+    described = json.loads(capsys.readouterr().out)
+    assert [(c["name"], c["value"], c["source"]) for c in described] == [
+        ("retention.ms", "60000", "DYNAMIC_TOPIC_CONFIG")
+    ]
+    assert (
+        await asyncio.to_thread(
+            cli,
+            "configs",
+            "--bootstrap-server",
+            servers,
+            "--topic",
+            "orders",
+            "--alter",
+            "--add-config",
+            "cleanup.policy=compact",
+        )
+        == 1
+    )
+    assert "INVALID_CONFIG" in capsys.readouterr().err
+    assert (
+        await asyncio.to_thread(
+            cli, "configs", "--bootstrap-server", servers, "--broker", "1", "--describe", "--all"
+        )
+        == 0
+    )
+    assert "log.retention.hours" in capsys.readouterr().out
+
+    # kafka-leader-election.sh: nothing to do while the preferred replicas lead
+    election = (
+        "elect-leaders",
+        "--bootstrap-server",
+        servers,
+        "--election-type",
+        "preferred",
+        "--topic",
+        "orders",
+    )
+    assert await asyncio.to_thread(cli, *election) == 0
+    assert "Valid replica already elected for partitions orders-0, orders-1" in capsys.readouterr().out
+    assert (
+        await asyncio.to_thread(
+            cli, "elect-leaders", "--election-type", "UNCLEAN", "--zookeeper", cluster.zk_connect
+        )
+        == 2
+    )
+    capsys.readouterr()
+
+    # kafka-consumer-groups.sh: a group that committed, its lag, a reset
+    await produce(cluster.brokers[1], "orders", 0, 6)
+    await produce(cluster.brokers[2], "orders", 1, 4)
+
+    def commit_some() -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(
+            {"bootstrap.servers": servers, "group.id": "billing", "enable.auto.commit": False}
+        )
+        try:
+            consumer.commit(
+                offsets=[TopicPartition("orders", 0, 2), TopicPartition("orders", 1, 1)], asynchronous=False
+            )
+        finally:
+            consumer.close()
+
+    await asyncio.to_thread(commit_some)
+    groups = ("consumer-groups", "--bootstrap-server", servers)
+    assert await asyncio.to_thread(cli, *groups, "--list") == 0
+    assert "billing" in capsys.readouterr().out.split()
+    assert await asyncio.to_thread(cli, *groups, "--describe", "--group", "billing", "--json") == 0
+    partitions = json.loads(capsys.readouterr().out)["partitions"]
+    lags = {p["partition"]: (p["current_offset"], p["log_end_offset"], p["lag"]) for p in partitions}
+    assert lags == {0: (2, 6, 4), 1: (1, 4, 3)}
+    reset = (
+        *groups,
+        "--reset-offsets",
+        "--group",
+        "billing",
+        "--topic",
+        "orders",
+        "--to-latest",
+        "--execute",
+    )
+    assert await asyncio.to_thread(cli, *reset) == 0
+    capsys.readouterr()
+    assert await asyncio.to_thread(cli, *groups, "--describe", "--group", "billing", "--json") == 0
+    assert {p["lag"] for p in json.loads(capsys.readouterr().out)["partitions"]} == {0}
+    assert await asyncio.to_thread(cli, *groups, "--delete", "--group", "billing") == 0
+    capsys.readouterr()
+    assert await asyncio.to_thread(cli, *groups, "--list") == 0
+    assert "billing" not in capsys.readouterr().out.split()
