@@ -100,7 +100,7 @@ def stall_share(before: int | None, after: int | None, seconds: float) -> float 
 class ControllerRun:
     """``python -m controller`` in a work directory, observed through its events.jsonl."""
 
-    def __init__(self, workdir: Path, zookeeper: str, controller_id: int = 1000, **settings: Any) -> None:
+    def __init__(self, workdir: Path, zookeeper: str, controller_id: int = 1001, **settings: Any) -> None:
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         config = {

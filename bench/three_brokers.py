@@ -49,7 +49,7 @@ async def three_brokers(
 ) -> AsyncIterator[ThreeBrokers]:
     """Start the daemons, wait for the controller's failover, and stop everything afterwards."""
     brokers = [BrokerProcess(b, zk_connect, workdir, **broker_settings) for b in BROKERS]
-    controller = ControllerProcess(100, zk_connect, workdir)
+    controller = ControllerProcess(1001, zk_connect, workdir)
     processes: list[Any] = [*brokers, controller]
     zk = AsyncZooKeeper(zk_connect)
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from broker.group.config import GroupConfig
 from daemon.config import (
     METRICS_PORT,
+    RESERVED_BROKER_MAX_ID,
     ZOOKEEPER_CONNECT,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS,
     ZOOKEEPER_SESSION_TIMEOUT_MS,
@@ -45,7 +46,10 @@ def _protocol_map(value: list[str]) -> None:
 
 
 KEYS = (
-    ConfigKey("broker.id", "int", doc="this broker's id", check=at_least(0)),
+    ConfigKey(
+        "broker.id", "int", doc="this broker's id, at most `reserved.broker.max.id`", check=at_least(0)
+    ),
+    RESERVED_BROKER_MAX_ID,
     ZOOKEEPER_CONNECT,
     ConfigKey(
         "listeners",
@@ -499,6 +503,12 @@ def _control_plane(loaded: LoadedConfig, names: list[str], inter_broker: str) ->
 
 
 def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
+    if loaded["broker.id"] > loaded["reserved.broker.max.id"]:
+        raise ConfigError(
+            "broker.id",
+            f"{loaded['broker.id']} is above reserved.broker.max.id ({loaded['reserved.broker.max.id']}): "
+            "ids above it belong to controllers",
+        )
     listeners = parse_listeners("listeners", loaded["listeners"])
     if not listeners:
         raise ConfigError("listeners", "at least one listener is needed")

@@ -72,9 +72,19 @@ class Layout:
     def node_names(self) -> list[str]:
         return [
             *(f"zookeeper-{i}" for i in range(1, self.zookeeper_nodes + 1)),
-            *(f"controller-{i}" for i in range(1, self.controllers + 1)),
+            *(f"controller-{i}" for i in controller_ids(self.controllers)),
             *(f"broker-{i}" for i in range(1, self.brokers + 1)),
         ]
+
+
+FIRST_CONTROLLER_ID = 1001
+"""Controllers are numbered above ``reserved.broker.max.id`` (1000 by default), which broker ids may
+not exceed, so a controller never shares an id with a broker (the daemons refuse such a config)."""
+
+
+def controller_ids(count: int) -> range:
+    """The ids of a local cluster's ``count`` controller candidates: 1001, 1002, ..."""
+    return range(FIRST_CONTROLLER_ID, FIRST_CONTROLLER_ID + count)
 
 
 def state_path(directory: Path) -> Path:
@@ -308,7 +318,7 @@ async def _start_daemons(
     started: list[DaemonProcess] = []
     try:
         controllers = []
-        for cid in range(1, layout.controllers + 1):
+        for cid in controller_ids(layout.controllers):
             rpc, metrics = _port(network, "rpc"), _port(network, "metrics")
             listener = f"PLAINTEXT://{_address(network, f'controller-{cid}')}:{rpc}"
             controller = ControllerProcess(cid, connect, directory, listeners=listener, metrics_port=metrics)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from controller.request_batch import EpochProtocol
 from daemon.config import (
     METRICS_PORT,
+    RESERVED_BROKER_MAX_ID,
     ZOOKEEPER_CONNECT,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS,
     ZOOKEEPER_SESSION_TIMEOUT_MS,
@@ -64,7 +65,14 @@ def _percentage(value: int) -> None:
 
 
 KEYS = (
-    ConfigKey("controller.id", "int", doc="this candidate's id, written to `/controller`", check=at_least(0)),
+    ConfigKey(
+        "controller.id",
+        "int",
+        doc="this candidate's id, written to `/controller`; above `reserved.broker.max.id`, so that it is "
+        "never a broker's id",
+        check=at_least(0),
+    ),
+    RESERVED_BROKER_MAX_ID,
     ZOOKEEPER_CONNECT,
     ZOOKEEPER_SESSION_TIMEOUT_MS,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS,
@@ -179,6 +187,13 @@ class ControllerConfig:
 
 
 def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
+    highest_broker = loaded["reserved.broker.max.id"]
+    if loaded["controller.id"] <= highest_broker:
+        raise ConfigError(
+            "controller.id",
+            f"{loaded['controller.id']} is not above reserved.broker.max.id ({highest_broker}), the highest "
+            f"broker id: controller ids start at {highest_broker + 1}, so that none is also a broker's",
+        )
     listeners = parse_listeners("listeners", loaded["listeners"])
     if len(listeners) != 1:
         raise ConfigError("listeners", f"the controller has exactly one RPC listener, got {len(listeners)}")

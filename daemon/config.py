@@ -220,6 +220,14 @@ ZOOKEEPER_CONNECTION_TIMEOUT_MS = ConfigKey(
     shown_default="the session timeout",
     doc="how long to wait for the first connection",
 )
+RESERVED_BROKER_MAX_ID = ConfigKey(
+    "reserved.broker.max.id",
+    "int",
+    1000,
+    check=at_least(0),
+    doc="the highest broker id (Kafka's rule); controller ids must be above it, so that no controller "
+    "and broker ever share an id",
+)
 METRICS_PORT = ConfigKey(
     "metrics.port",
     "int",

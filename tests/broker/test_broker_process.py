@@ -271,7 +271,7 @@ async def test_a_paused_old_controller_cannot_change_broker_state(cluster: Clust
     await cluster.start((1, 2))
     old = cluster.controller
     epoch = (await old.wait_kind("controller_elected"))["controller_epoch"]
-    successor = ControllerProcess(200, cluster.zk_connect, cluster.workdir)
+    successor = ControllerProcess(1002, cluster.zk_connect, cluster.workdir)
     cluster.processes.append(successor.start())
     await successor.wait_kind("controller_started")
     await cluster.topic("guarded", {0: (1, 2)})

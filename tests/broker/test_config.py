@@ -203,6 +203,7 @@ def test_required_keys_are_named_when_missing(missing: str) -> None:
         ("queued.max.requests", "0"),
         ("controlled.shutdown.max.retries", "0"),
         ("broker.id", "-1"),
+        ("broker.id", "1001"),  # above reserved.broker.max.id: a controller's range
         ("controlled.shutdown.enable", "maybe"),
     ],
 )

@@ -115,7 +115,7 @@ def cluster(tmp_path: Path) -> Iterator[Path]:
 def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
     cluster: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Seed 38 against this layout: kill controller-1 after ~5.7 s, then pause broker-2 for 9 s (past
+    # Seed 38 against this layout: kill controller-1001 after ~5.7 s, then pause broker-2 for 9 s (past
     # its 6 s session timeout); the third fault would start after the 22 s are over.
     argv = ["run", "--dir", str(cluster), "--duration", "22", "--interval", "5", "--rate", "100"]
     argv += ["--faults", "bounce,kill,pause", "--targets", "broker,controller", "--seed", "38"]
@@ -134,8 +134,8 @@ def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
     assert events[0]["seed"] == 38 and events[0]["faults"] == ["bounce", "kill", "pause"]
     injected = [(e["fault"], e["target"]) for e in events if e["kind"] == "fault_injected"]
     healed = [(e["fault"], e["target"]) for e in events if e["kind"] == "fault_healed"]
-    assert injected == [("kill", "controller-1"), ("pause", "broker-2"), ("resume", "broker-2")]
-    assert healed == [("kill", "controller-1"), ("pause", "broker-2")]
+    assert injected == [("kill", "controller-1001"), ("pause", "broker-2"), ("resume", "broker-2")]
+    assert healed == [("kill", "controller-1001"), ("pause", "broker-2")]
     broker_2 = lines(Path(launcher.find(launcher.load_state(cluster), "broker-2")["events"]))
     assert any(e["kind"] == "session_expired" for e in broker_2), "the pause outlasted its session"
 

@@ -30,7 +30,7 @@ async def test_up_writes_what_later_commands_need_and_down_stops_in_order(direct
     saved = json.loads(launcher.state_path(directory).read_text())
     assert saved == state and saved["zookeeper_connect"]
     roles = [(p["role"], p["id"]) for p in saved["processes"]]
-    assert roles == [("zookeeper", 1), ("controller", 1), ("controller", 2), ("broker", 1), ("broker", 2)]
+    assert roles == [("zookeeper", 1), ("controller", 1001), ("controller", 1002), ("broker", 1), ("broker", 2)]
     assert_running(saved["processes"])
     broker = launcher.find(saved, "broker-1")
     assert [lst.split("://")[0] for lst in broker["listeners"]] == ["PLAINTEXT", "CONTROLLER"]
@@ -38,7 +38,7 @@ async def test_up_writes_what_later_commands_need_and_down_stops_in_order(direct
         await launcher.up(directory, launcher.Layout())
 
     stopped = launcher.down(directory)
-    assert stopped == ["broker-1", "broker-2", "controller-1", "controller-2", "zookeeper-1"]
+    assert stopped == ["broker-1", "broker-2", "controller-1001", "controller-1002", "zookeeper-1"]
     assert not any(launcher.alive(p["pid"]) for p in saved["processes"])
     attempts = [e for e in events(broker) if e["kind"] == "controlled_shutdown_attempt"]
     assert attempts and attempts[0]["error"] == "NONE", "brokers left while a controller was there"
@@ -48,7 +48,7 @@ async def test_a_bounced_broker_comes_back_with_a_new_epoch(directory: Path) -> 
     await launcher.up(directory, launcher.Layout(brokers=2, controllers=1))
     before = launcher.find(launcher.load_state(directory), "broker-2")
     old_epoch = next(e for e in events(before) if e["kind"] == "registered")["broker_epoch"]
-    controller = launcher.find(launcher.load_state(directory), "controller-1")
+    controller = launcher.find(launcher.load_state(directory), "controller-1001")
     # Broker 2 may have registered after the controller's failover, so an early broker_change can
     # already name it: only the changes after the bounce count.
     seen = len([e for e in events(controller) if e["kind"] == "broker_change"])
@@ -122,7 +122,7 @@ async def test_a_three_node_ensemble_with_shared_listeners(directory: Path) -> N
     assert launcher.alive(entry["pid"])
     assert server_mode("127.0.0.1", entry["port"]) in ("leader", "follower"), "it rejoined the ensemble"
     stopped = launcher.down(directory)
-    assert stopped[:3] == ["broker-1", "broker-2", "controller-1"]
+    assert stopped[:3] == ["broker-1", "broker-2", "controller-1001"]
     assert {"zookeeper-2", "zookeeper-3"} <= set(stopped[3:])
     assert not any(launcher.alive(p["pid"]) for p in launcher.load_state(directory)["processes"])
 
@@ -154,7 +154,7 @@ def test_the_cli_starts_detached_reports_and_stops(
         assert "no node 'broker-9'" in capsys.readouterr().err
     finally:
         assert main(["down", "--dir", directory]) == 0
-    assert "stopped broker-1, broker-2, controller-1, zookeeper-1" in capsys.readouterr().out
+    assert "stopped broker-1, broker-2, controller-1001, zookeeper-1" in capsys.readouterr().out
     assert main(["watch", "--once", "--dir", directory]) == 1
     assert "is not running" in capsys.readouterr().err
 

@@ -48,7 +48,7 @@ async def test_a_broker_cut_off_from_zookeeper_is_fenced_and_rejoins_after_heali
     assert partitions.active(directory) == cuts
 
     def fenced() -> bool:
-        return any(1 in e["dead"] for e in kinds(state, "controller-1", "broker_change"))
+        return any(1 in e["dead"] for e in kinds(state, "controller-1001", "broker_change"))
 
     await wait_until(fenced, timeout=30, what="the controller fences broker 1")
     without_1 = {p: (2, 3) for p in range(3)}

@@ -16,7 +16,7 @@ from daemon.config import ConfigError
 from zkstore.znodes import Endpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-REQUIRED_ENV = {"KAFKA_CONTROLLER_ID": "1", "KAFKA_ZOOKEEPER_CONNECT": "127.0.0.1:2181/kafka"}
+REQUIRED_ENV = {"KAFKA_CONTROLLER_ID": "1001", "KAFKA_ZOOKEEPER_CONNECT": "127.0.0.1:2181/kafka"}
 
 
 def load_env(**overrides: str) -> ControllerConfig:
@@ -61,7 +61,7 @@ def test_versions_without_broker_epochs_or_unparsable_ones_are_rejected(ibp: str
 
 def test_defaults_are_kafkas() -> None:
     config = load_env()
-    assert config.controller_id == 1 and config.zookeeper_connect == "127.0.0.1:2181/kafka"
+    assert config.controller_id == 1001 and config.zookeeper_connect == "127.0.0.1:2181/kafka"
     assert config.leader_imbalance_per_broker_percentage == 10
     assert config.leader_imbalance_check_interval_s == 300.0
     assert config.auto_leader_rebalance_enable is True
@@ -101,13 +101,13 @@ def test_environment_variables_set_every_kind_of_value() -> None:
 def test_environment_overrides_the_properties_file(tmp_path: Path) -> None:
     path = tmp_path / "controller.properties"
     path.write_text(
-        "controller.id=4\n"
+        "controller.id=1004\n"
         "zookeeper.connect=zk-1:2181\n"
         "leader.imbalance.per.broker.percentage=20\n"
         "unclean.leader.election.enable=true\n"
     )
     config = controller_config.load(path, environ={"KAFKA_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE": "30"})
-    assert config.controller_id == 4 and config.zookeeper_connect == "zk-1:2181"
+    assert config.controller_id == 1004 and config.zookeeper_connect == "zk-1:2181"
     assert config.leader_imbalance_per_broker_percentage == 30
     assert config.unclean_leader_election_enable is True
     assert config.loaded is not None
@@ -120,9 +120,14 @@ def test_environment_overrides_the_properties_file(tmp_path: Path) -> None:
     ("environ", "key"),
     [
         ({"KAFKA_ZOOKEEPER_CONNECT": "zk:2181"}, "controller.id"),
-        ({"KAFKA_CONTROLLER_ID": "1"}, "zookeeper.connect"),
+        ({"KAFKA_CONTROLLER_ID": "1001"}, "zookeeper.connect"),
         (REQUIRED_ENV | {"KAFKA_CONTROLLER_ID": "one"}, "controller.id"),
         (REQUIRED_ENV | {"KAFKA_CONTROLLER_ID": "-1"}, "controller.id"),
+        (REQUIRED_ENV | {"KAFKA_CONTROLLER_ID": "1000"}, "controller.id"),
+        (
+            REQUIRED_ENV | {"KAFKA_CONTROLLER_ID": "1001", "KAFKA_RESERVED_BROKER_MAX_ID": "1001"},
+            "controller.id",
+        ),
         (REQUIRED_ENV | {"KAFKA_INTER_BROKER_PROTOCOL_VERSION": "2.1"}, "inter.broker.protocol.version"),
         (REQUIRED_ENV | {"KAFKA_INTER_BROKER_PROTOCOL_VERSION": "latest"}, "inter.broker.protocol.version"),
         (
@@ -141,6 +146,8 @@ def test_environment_overrides_the_properties_file(tmp_path: Path) -> None:
         "missing zookeeper.connect",
         "non-int controller.id",
         "negative controller.id",
+        "a broker's id",
+        "a broker's id with a higher reserved.broker.max.id",
         "ibp before broker epochs",
         "unparsable ibp",
         "percentage 101",
@@ -190,7 +197,7 @@ def test_main_exits_2_naming_a_missing_controller_id(tmp_path: Path) -> None:
 
 def test_main_exits_2_naming_a_bad_inter_broker_protocol_version(tmp_path: Path) -> None:
     result = run_controller(
-        tmp_path, "controller.id=1\nzookeeper.connect=127.0.0.1:2181\ninter.broker.protocol.version=2.0\n"
+        tmp_path, "controller.id=1001\nzookeeper.connect=127.0.0.1:2181\ninter.broker.protocol.version=2.0\n"
     )
     assert result.returncode == 2
     assert "inter.broker.protocol.version" in result.stderr

@@ -49,14 +49,14 @@ class Harness:
             await broker.start()
             self.brokers[broker_id] = broker
         environ = {
-            "KAFKA_CONTROLLER_ID": "100",
+            "KAFKA_CONTROLLER_ID": "1001",
             "KAFKA_ZOOKEEPER_CONNECT": self.zk_connect,
             "KAFKA_CONTROL_PLANE_LISTENER_NAME": "CONTROLLER",
             "KAFKA_AUTO_LEADER_REBALANCE_ENABLE": "false",
             **{"KAFKA_" + k.upper(): str(v) for k, v in settings.items()},
         }
         config = load(None, environ)
-        self.events = EventLog(self.tmp_path / "events.jsonl", "controller-100")
+        self.events = EventLog(self.tmp_path / "events.jsonl", "controller-1001")
         self.controller = Controller(config, event_log=self.events)
         await self.controller.start()
         await self.wait_event("failover_complete")

@@ -41,7 +41,7 @@ def scrape(metrics: Metrics) -> dict[str, float]:
 class Bound:
     def __init__(self) -> None:
         config = controller_config.load(
-            None, environ={"KAFKA_CONTROLLER_ID": "1", "KAFKA_ZOOKEEPER_CONNECT": "127.0.0.1:1"}
+            None, environ={"KAFKA_CONTROLLER_ID": "1001", "KAFKA_ZOOKEEPER_CONNECT": "127.0.0.1:1"}
         )
         self.metrics = Metrics()
         self.controller_metrics = ControllerMetrics(self.metrics)

@@ -28,12 +28,12 @@ async def test_failover_bumps_the_epoch_and_sends_update_metadata_before_leader_
     cluster: Cluster,
 ) -> None:
     await cluster.start_simulated(1, 2, 3)
-    first = cluster.start_controller(1)
+    first = cluster.start_controller(1001)
     epoch = (await first.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "orders", {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)})
     for broker in cluster.simulated.values():
         await broker.wait_for(from_epoch(LAI, epoch))
-    standby = cluster.start_controller(2)
+    standby = cluster.start_controller(1002)
     await standby.wait_kind("controller_started")
     seen = {b: len(broker.received) for b, broker in cluster.simulated.items()}
 
@@ -63,12 +63,12 @@ async def test_failover_bumps_the_epoch_and_sends_update_metadata_before_leader_
         assert broker.metadata()["controller_epoch"] == epoch + 1
     data, _ = await cluster.admin.get(znodes.CONTROLLER)
     registration = znodes.decode_controller_registration(data, znodes.CONTROLLER)
-    assert registration is not None and registration.broker_id == 2
+    assert registration is not None and registration.broker_id == 1002
 
 
 async def test_fast_bounce_is_detected_and_the_next_requests_carry_the_new_epoch(cluster: Cluster) -> None:
     await cluster.start_simulated(1, 2, 3)
-    controller = cluster.start_controller(1, inter_broker_protocol_version="2.2")  # per-broker epochs
+    controller = cluster.start_controller(1001, inter_broker_protocol_version="2.2")  # per-broker epochs
     epoch = (await controller.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "payments", {0: (1, 2, 3), 1: (2, 3, 1)})
     bouncing = cluster.simulated[1]
@@ -96,7 +96,7 @@ async def test_fast_bounce_is_detected_and_the_next_requests_carry_the_new_epoch
 
 async def test_controlled_shutdown_is_fenced_by_the_broker_epoch(cluster: Cluster) -> None:
     await cluster.start_simulated(1, 2, 3)
-    controller = cluster.start_controller(1)
+    controller = cluster.start_controller(1001)
     epoch = (await controller.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "audit", {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)})
     for broker in cluster.simulated.values():
@@ -135,7 +135,7 @@ async def test_controlled_shutdown_is_fenced_by_the_broker_epoch(cluster: Cluste
 
 async def test_alter_partition_naming_a_shutting_down_broker_is_ineligible(cluster: Cluster) -> None:
     await cluster.start_simulated(1, 2, 3)
-    controller = cluster.start_controller(1)
+    controller = cluster.start_controller(1001)
     epoch = (await controller.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "ledger", {0: (1, 2, 3)})
     await cluster.simulated[1].wait_for(from_epoch(LAI, epoch))
@@ -183,11 +183,11 @@ async def test_alter_partition_naming_a_shutting_down_broker_is_ineligible(clust
 
 async def test_a_zombie_controller_cannot_write_after_its_session_expired(cluster: Cluster) -> None:
     await cluster.start_simulated(1, 2, 3)
-    zombie = cluster.start_controller(1, zookeeper_session_timeout_ms=4000)
+    zombie = cluster.start_controller(1001, zookeeper_session_timeout_ms=4000)
     epoch = (await zombie.wait_kind("controller_elected"))["controller_epoch"]
     await create_topic(cluster.admin, "before", {0: (1, 2, 3)})
     await cluster.simulated[1].wait_for(from_epoch(LAI, epoch))
-    successor = cluster.start_controller(2)
+    successor = cluster.start_controller(1002)
     await successor.wait_kind("controller_started")
 
     zombie.pause()  # a long GC pause: the session expires while the process cannot notice
@@ -203,12 +203,12 @@ async def test_a_zombie_controller_cannot_write_after_its_session_expired(cluste
     resigned = await zombie.wait_kind("controller_resigned", timeout=30)
     assert resigned["controller_epoch"] == epoch
     assert len(zombie.of_kind("leader_and_isr_change")) == changes_before_resume
-    assert not zombie.of_kind("controller_elected")[1:], "the zombie must not win again while 2 is active"
+    assert not zombie.of_kind("controller_elected")[1:], "the zombie must not win again while 1002 is active"
     state, _ = await partition_state(cluster.admin, "after", 0)
     assert state.controller_epoch == epoch + 1
     data, _ = await cluster.admin.get(znodes.CONTROLLER)
     registration = znodes.decode_controller_registration(data, znodes.CONTROLLER)
-    assert registration is not None and registration.broker_id == 2
+    assert registration is not None and registration.broker_id == 1002
     for broker in cluster.simulated.values():
         takeover = min(r.at for r in broker.received if r.body["controller_epoch"] == epoch + 1)
         late = [r for r in broker.received if r.body["controller_epoch"] == epoch and r.at > takeover]
@@ -231,9 +231,9 @@ async def scrape(port: int) -> dict[str, float]:
 
 async def test_metrics_use_the_jmx_exporter_names_and_follow_the_cluster(cluster: Cluster) -> None:
     await cluster.start_simulated(1, 2)
-    active = cluster.start_controller(1, metrics_port=0)
+    active = cluster.start_controller(1001, metrics_port=0)
     epoch = (await active.wait_kind("controller_elected"))["controller_epoch"]
-    standby = cluster.start_controller(2, metrics_port=0)
+    standby = cluster.start_controller(1002, metrics_port=0)
     await create_topic(cluster.admin, "metered", {0: (1, 2), 1: (2, 1)})
     await cluster.simulated[1].wait_for(from_epoch(LAI, epoch))
     active_port = (await active.wait_kind("controller_started"))["metrics_port"]

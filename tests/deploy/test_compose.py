@@ -55,7 +55,7 @@ def test_compose_config_validates() -> None:
 def test_services_are_an_ensemble_two_controllers_three_brokers_prometheus_and_grafana(model: Model) -> None:
     services = model["services"]
     assert zookeeper_services(model) == ["zookeeper-1", "zookeeper-2", "zookeeper-3"]
-    assert sorted(of_module(model, "controller")) == ["controller-1", "controller-2"]
+    assert sorted(of_module(model, "controller")) == ["controller-1001", "controller-1002"]
     assert sorted(of_module(model, "broker")) == ["broker-1", "broker-2", "broker-3"]
     assert services["prometheus"]["image"].startswith("prom/prometheus:")
     assert services["grafana"]["image"].startswith("grafana/grafana:")

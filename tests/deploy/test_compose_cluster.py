@@ -49,7 +49,7 @@ def test_addresses_ports_and_volumes_map_consistently(tmp_path: Path) -> None:
     assert len(set(listeners.values())) == 3
     assert broker["KAFKA_ZOOKEEPER_CONNECT"] == "127.0.0.1:2181,127.0.0.1:2181,127.0.0.1:2181/chroot"
     assert broker["KAFKA_LOG_DIRS"] == str(tmp_path / "volumes" / "broker-1-data" / "data")
-    controller = local.environment("controller-1")
+    controller = local.environment("controller-1001")
     assert controller["KAFKA_LISTENERS"] == controller["KAFKA_ADVERTISED_LISTENERS"]
     metrics_ports = {local.environment(name)["KAFKA_METRICS_PORT"] for name in daemon_services(local.model)}
     assert len(metrics_ports) == len(daemon_services(local.model)), "7071 in each container: distinct here"

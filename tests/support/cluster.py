@@ -26,7 +26,7 @@ from zkstore.aio import AsyncZooKeeper
 
 __all__ = ["Cluster", "channel_idle", "cluster", "epoch_of", "free_ports", "from_epoch", "produce"]
 
-DEFAULT_CONTROLLER_ID = 100
+DEFAULT_CONTROLLER_ID = 1001
 
 
 def free_ports(count: int) -> list[int]:
