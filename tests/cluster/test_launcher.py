@@ -30,7 +30,13 @@ async def test_up_writes_what_later_commands_need_and_down_stops_in_order(direct
     saved = json.loads(launcher.state_path(directory).read_text())
     assert saved == state and saved["zookeeper_connect"]
     roles = [(p["role"], p["id"]) for p in saved["processes"]]
-    assert roles == [("zookeeper", 1), ("controller", 1001), ("controller", 1002), ("broker", 1), ("broker", 2)]
+    assert roles == [
+        ("zookeeper", 1),
+        ("controller", 1001),
+        ("controller", 1002),
+        ("broker", 1),
+        ("broker", 2),
+    ]
     assert_running(saved["processes"])
     broker = launcher.find(saved, "broker-1")
     assert [lst.split("://")[0] for lst in broker["listeners"]] == ["PLAINTEXT", "CONTROLLER"]
