@@ -32,7 +32,7 @@ from broker.metadata_api import admin_node
 from broker.metadata_cache import MetadataCache
 from broker.network import Request
 from broker.on_loop import answer_on_loop
-from broker.topic_configs import InvalidTopicConfig, check_value
+from broker.topic_configs import InvalidTopicConfig, check_value, cleanup_policies
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
 from zkstore import admin, znodes
@@ -101,6 +101,11 @@ def check_configs(configs: dict[str, str | None]) -> None:
             check_value(name, value)
         except InvalidTopicConfig as exc:
             raise AdminFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        if name == "cleanup.policy" and "compact" in cleanup_policies(value):
+            raise AdminFailure(
+                ErrorCode.INVALID_CONFIG,
+                "cleanup.policy=compact is not supported by this cluster (logs are never compacted)",
+            )
 
 
 class AdminApis:

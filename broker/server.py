@@ -413,12 +413,10 @@ class BrokerServer:
         return self.replica_manager.shrink_isrs(self.config.replica_lag_time_max_ms)
 
     def _apply_retention(self) -> int:
-        """Delete-retention for every topic but ``__consumer_offsets``, which Kafka compacts instead:
-        without compaction here its whole log is kept, so no committed offset is ever lost to time."""
-        high_watermark = self.replica_manager.high_watermark
-        return self.log_manager.apply_retention(
-            lambda tp: None if tp.topic == OFFSETS_TOPIC else high_watermark(tp)
-        )
+        """Delete-retention below each high watermark; ``__consumer_offsets`` is stored with
+        ``cleanup.policy=compact``, which turns it off (``topic_configs.log_config_for``), so no committed
+        offset is ever lost to time."""
+        return self.log_manager.apply_retention(self.replica_manager.high_watermark)
 
     # -- topic configs
 

@@ -87,23 +87,27 @@ def check_value(name: str, value: str) -> None:
         raise InvalidTopicConfig(
             f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
         )
-    if name == "cleanup.policy":
-        policies = {p.strip() for p in value.split(",")}
-        if "compact" in policies:
-            raise InvalidTopicConfig(
-                "cleanup.policy=compact is not supported by this cluster (logs are never compacted)"
-            )
-        if policies != {"delete"}:
-            raise InvalidTopicConfig(f"Invalid value {value} for configuration cleanup.policy")
+    if name == "cleanup.policy" and not cleanup_policies(value) <= {"delete", "compact"}:
+        raise InvalidTopicConfig(f"Invalid value {value} for configuration cleanup.policy")
+
+
+def cleanup_policies(value: str) -> set[str]:
+    return {p.strip() for p in value.split(",") if p.strip()} or {""}
 
 
 def log_config_for(base: LogConfig, overrides: Mapping[str, str]) -> LogConfig:
-    """The broker's log settings with a topic's overrides (values already checked)."""
+    """The broker's log settings with a topic's overrides (values already checked).
+
+    A ``cleanup.policy`` without ``delete`` (``__consumer_offsets``' ``compact``, as Kafka stores it)
+    turns time and size retention off, as in Kafka; nothing is compacted here, so such a log is kept
+    whole."""
     changes = {
         spec.log_field: int(overrides[name])
         for name, spec in TOPIC_CONFIGS.items()
         if spec.log_field is not None and name in overrides
     }
+    if "delete" not in cleanup_policies(overrides.get("cleanup.policy", "delete")):
+        changes.update(retention_ms=-1, retention_bytes=-1)
     return replace(base, **changes) if changes else base
 
 
@@ -187,6 +191,10 @@ class TopicConfigStore:
             valid[name] = value
         if self.overrides.get(topic, {}) == valid and topic in self.overrides:
             return
+        if "compact" in cleanup_policies(valid.get("cleanup.policy", "")) and not topic.startswith("__"):
+            log.warning(
+                "topic %s asks for compaction, which this cluster never does: its log is kept whole", topic
+            )
         self.overrides[topic] = valid
         self.apply(topic, valid)
 

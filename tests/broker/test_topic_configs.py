@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from broker.admin_apis import AdminFailure, check_configs
 from broker.config_apis import _incremental
 from broker.log import LogConfig
 from broker.topic_configs import InvalidTopicConfig, check_value, log_config_for
+from protocol import ErrorCode
 from tests.support.clients import DEADLINE_S, bootstrap
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
@@ -20,12 +22,28 @@ from tests.support.waiting import wait_until
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("retention.ms", "soon"), ("retention.ms", "-2"), ("segment.bytes", "13"), ("cleanup.policy", "compact"),
-     ("cleanup.policy", "delete,compact"), ("unclean.leader.election.enable", "maybe")],
+    [("retention.ms", "soon"), ("retention.ms", "-2"), ("segment.bytes", "13"), ("cleanup.policy", "shred"),
+     ("cleanup.policy", ""), ("unclean.leader.election.enable", "maybe")],
 )  # fmt: skip
 def test_values_kafka_refuses_are_refused(name: str, value: str) -> None:
     with pytest.raises(InvalidTopicConfig, match=name.split(".")[0]):
         check_value(name, value)
+
+
+@pytest.mark.parametrize("value", ["compact", "delete,compact"])
+def test_compaction_is_well_formed_in_zookeeper_but_refused_through_the_admin_api(value: str) -> None:
+    check_value("cleanup.policy", value)  # as Kafka stores __consumer_offsets' config
+    with pytest.raises(AdminFailure, match="never compacted") as refused:
+        check_configs({"cleanup.policy": value})
+    assert refused.value.code == ErrorCode.INVALID_CONFIG
+
+
+def test_a_policy_without_delete_turns_retention_off() -> None:
+    base = LogConfig(retention_ms=1000, retention_bytes=4096)
+    kept = log_config_for(base, {"cleanup.policy": "compact", "retention.ms": "5"})
+    assert (kept.retention_ms, kept.retention_bytes) == (-1, -1)
+    deleting = log_config_for(base, {"cleanup.policy": "compact,delete"})
+    assert (deleting.retention_ms, deleting.retention_bytes) == (1000, 4096)
 
 
 def test_overrides_change_only_their_log_settings() -> None:
