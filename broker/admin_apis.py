@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import shutil
 import time
 import uuid
@@ -70,23 +69,9 @@ class AdminFailure(Exception):
         self.code = code
 
 
-_ADMIN_ERRORS: tuple[tuple[re.Pattern[str], ErrorCode], ...] = (
-    (re.compile(r"already exists|marked for deletion"), ErrorCode.TOPIC_ALREADY_EXISTS),
-    (re.compile(r"collides|Topic name|illegal", re.I), ErrorCode.INVALID_TOPIC_EXCEPTION),
-    (re.compile(r"Replication factor"), ErrorCode.INVALID_REPLICATION_FACTOR),
-    (re.compile(r"[Pp]artitions? (must|can only)|partition count"), ErrorCode.INVALID_PARTITIONS),
-    (re.compile(r"does not exist"), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    (re.compile(r"replica|assignment|broker", re.I), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
-)
-
-
 def admin_error(exc: admin.AdminError) -> AdminFailure:
     """Kafka's error code for a refusal of the shared admin code (its messages are Kafka's tools')."""
-    message = str(exc)
-    for pattern, code in _ADMIN_ERRORS:
-        if pattern.search(message):
-            return AdminFailure(code, message)
-    return AdminFailure(ErrorCode.INVALID_REQUEST, message)
+    return AdminFailure(ErrorCode[exc.kind] if exc.kind else ErrorCode.INVALID_REQUEST, str(exc))
 
 
 def check_configs(configs: dict[str, str | None]) -> None:
@@ -280,10 +265,11 @@ class AdminApis:
                 else:
                     try:
                         await admin.delete_topic(self.zk(), name)
-                    except admin.AdminError as exc:  # already marked: deleting it again succeeds
-                        if "already marked" not in str(exc):
-                            results.append(_result(name, admin_error(exc).code, str(exc)))
-                            continue
+                    except admin.AlreadyMarkedForDeletion:
+                        pass  # deleting it again succeeds
+                    except admin.AdminError as exc:
+                        results.append(_result(name, admin_error(exc).code, str(exc)))
+                        continue
                     self.events.emit("topic_deletion_requested", topic=name, by="admin")
                     results.append(_result(name, ErrorCode.NONE, None))
             for result in results:

@@ -68,7 +68,18 @@ Plan = dict[TopicPartition, tuple[int, ...]]
 
 
 class AdminError(Exception):
-    """A request refused as Kafka's admin tools refuse it; the message is meant for the user."""
+    """A request refused as Kafka's admin tools refuse it; the message is meant for the user.
+
+    ``kind`` names the Kafka error the Admin API answers it with (``TOPIC_ALREADY_EXISTS``, ...), when
+    one fits; the brokers send INVALID_REQUEST otherwise."""
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class AlreadyMarkedForDeletion(AdminError):
+    """A topic to delete is marked already: the tools say so, the Admin API answers success."""
 
 
 @asynccontextmanager
@@ -94,18 +105,20 @@ async def connect(hosts: str, *, timeout_s: float = 10.0) -> AsyncIterator[Async
 def validate_topic_name(topic: str) -> None:
     """Kafka's ``Topic.validate``: the name becomes a directory and metric name on every broker."""
     if not topic:
-        raise AdminError("Topic name is illegal, it can't be empty")
+        raise AdminError("Topic name is illegal, it can't be empty", kind="INVALID_TOPIC_EXCEPTION")
     if topic in (".", ".."):
-        raise AdminError('Topic name cannot be "." or ".."')
+        raise AdminError('Topic name cannot be "." or ".."', kind="INVALID_TOPIC_EXCEPTION")
     if len(topic) > MAX_TOPIC_NAME_LENGTH:
         raise AdminError(
             f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
-            f"topic name: {topic}"
+            f"topic name: {topic}",
+            kind="INVALID_TOPIC_EXCEPTION",
         )
     if not _LEGAL_TOPIC.fullmatch(topic):
         raise AdminError(
             f'Topic name "{topic}" is illegal, it contains a character other than '
-            "ASCII alphanumerics, '.', '_' and '-'"
+            "ASCII alphanumerics, '.', '_' and '-'",
+            kind="INVALID_TOPIC_EXCEPTION",
         )
 
 
@@ -131,12 +144,13 @@ def assign_replicas(
     otherwise both are random, as in Kafka.
     """
     if partitions <= 0:
-        raise AdminError("Number of partitions must be larger than 0.")
+        raise AdminError("Number of partitions must be larger than 0.", kind="INVALID_PARTITIONS")
     if replication_factor <= 0:
-        raise AdminError("Replication factor must be larger than 0.")
+        raise AdminError("Replication factor must be larger than 0.", kind="INVALID_REPLICATION_FACTOR")
     if replication_factor > len(brokers):
         raise AdminError(
-            f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}."
+            f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}.",
+            kind="INVALID_REPLICATION_FACTOR",
         )
     ordered = sorted(brokers)
     count = len(ordered)
@@ -174,20 +188,30 @@ def parse_replica_assignment(text: str) -> ReplicaMap:
 def _check_assignment(assignment: Mapping[int, Sequence[int]], live: Collection[int]) -> None:
     """What AdminZkClient checks before writing an explicit assignment, plus that every replica is live."""
     if not assignment:
-        raise AdminError("the replica assignment is empty")
+        raise AdminError("the replica assignment is empty", kind="INVALID_REPLICA_ASSIGNMENT")
     if sorted(assignment) != list(range(len(assignment))):
-        raise AdminError("partitions should be a consecutive 0-based integer sequence")
+        raise AdminError(
+            "partitions should be a consecutive 0-based integer sequence", kind="INVALID_REPLICA_ASSIGNMENT"
+        )
     factors = {len(replicas) for replicas in assignment.values()}
     if 0 in factors:
-        raise AdminError("Replication factor must be larger than 0.")
+        raise AdminError("Replication factor must be larger than 0.", kind="INVALID_REPLICATION_FACTOR")
     if len(factors) > 1:
-        raise AdminError("All partitions should have the same number of replicas")
+        raise AdminError(
+            "All partitions should have the same number of replicas", kind="INVALID_REPLICA_ASSIGNMENT"
+        )
     for partition, replicas in sorted(assignment.items()):
         if len(set(replicas)) != len(replicas):
-            raise AdminError(f"Duplicate replica assignment found: {partition} -> {list(replicas)}")
+            raise AdminError(
+                f"Duplicate replica assignment found: {partition} -> {list(replicas)}",
+                kind="INVALID_REPLICA_ASSIGNMENT",
+            )
     unknown = sorted({r for replicas in assignment.values() for r in replicas} - set(live))
     if unknown:
-        raise AdminError(f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}")
+        raise AdminError(
+            f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}",
+            kind="INVALID_REPLICA_ASSIGNMENT",
+        )
 
 
 def _int_field(entry: Mapping[str, object], key: str, where: str) -> int:
@@ -384,7 +408,7 @@ async def _read_assignment(zk: AsyncZooKeeper, topic: str) -> tuple[znodes.Topic
     path = znodes.topic_path(topic)
     found = await _data(zk, path)
     if found is None:
-        raise AdminError(f"Topic '{topic}' does not exist")
+        raise AdminError(f"Topic '{topic}' does not exist", kind="UNKNOWN_TOPIC_OR_PARTITION")
     assignment = znodes.decode_topic_assignment(found[0], path)
     if assignment is None:
         raise AdminError(f"{path} holds no assignment that can be read; refusing to change it")
@@ -402,7 +426,7 @@ async def _summaries(
     if topics is not None:
         missing = sorted(set(topics) - set(names))
         if missing:
-            raise AdminError(f"Topic '{missing[0]}' does not exist")
+            raise AdminError(f"Topic '{missing[0]}' does not exist", kind="UNKNOWN_TOPIC_OR_PARTITION")
         names = sorted(set(topics))
     assignments = await _assignments(zk, names)
     deleting = set(await _children(zk, znodes.DELETE_TOPICS))
@@ -487,31 +511,38 @@ async def create_new_topic(
     validate_topic_name(topic)
     existing = await _topic_names(zk)
     if topic in existing:
-        raise AdminError(f"Topic '{topic}' already exists.")
+        raise AdminError(f"Topic '{topic}' already exists.", kind="TOPIC_ALREADY_EXISTS")
     colliding = next((t for t in existing if _collides(topic, t)), None)
     if colliding is not None:
-        raise AdminError(f"Topic '{topic}' collides with existing topic: {colliding}")
+        raise AdminError(
+            f"Topic '{topic}' collides with existing topic: {colliding}", kind="INVALID_TOPIC_EXCEPTION"
+        )
     live = await live_broker_ids(zk)
     if assignment is None:
         if partitions is None or replication_factor is None:
             raise AdminError(
-                "the partition count and the replication factor are required without an assignment"
+                "the partition count and the replication factor are required without an assignment",
+                kind="INVALID_REQUEST",
             )
         assignment = assign_replicas(live, partitions, replication_factor, rng=rng)
     else:
         _check_assignment(assignment, live)
         if partitions is not None and partitions != len(assignment):
-            raise AdminError(f"{partitions} partitions requested, but the assignment has {len(assignment)}")
+            raise AdminError(
+                f"{partitions} partitions requested, but the assignment has {len(assignment)}",
+                kind="INVALID_REPLICA_ASSIGNMENT",
+            )
         factor = len(next(iter(assignment.values())))
         if replication_factor is not None and replication_factor != factor:
             raise AdminError(
-                f"replication factor {replication_factor} requested, but the assignment has {factor}"
+                f"replication factor {replication_factor} requested, but the assignment has {factor}",
+                kind="INVALID_REPLICA_ASSIGNMENT",
             )
     created = znodes.TopicAssignment(topic, dict(assignment), topic_id=znodes.new_topic_id())
     try:
         await zk.create(znodes.topic_path(topic), created.encode(), makepath=True)
     except NodeExistsError:
-        raise AdminError(f"Topic '{topic}' already exists.") from None
+        raise AdminError(f"Topic '{topic}' already exists.", kind="TOPIC_ALREADY_EXISTS") from None
     return created
 
 
@@ -585,11 +616,11 @@ async def change_topic_configs(zk: AsyncZooKeeper, topic: str, configs: Mapping[
 async def delete_topic(zk: AsyncZooKeeper, topic: str) -> None:
     """Mark the topic for deletion (``/admin/delete_topics/T``); the controller deletes it if enabled."""
     if await zk.exists(znodes.topic_path(topic)) is None:
-        raise AdminError(f"Topic '{topic}' does not exist")
+        raise AdminError(f"Topic '{topic}' does not exist", kind="UNKNOWN_TOPIC_OR_PARTITION")
     try:
         await zk.create(znodes.delete_topic_path(topic), makepath=True)
     except NodeExistsError:
-        raise AdminError(f"Topic {topic} is already marked for deletion.") from None
+        raise AlreadyMarkedForDeletion(f"Topic {topic} is already marked for deletion.") from None
 
 
 async def add_partitions(
@@ -606,13 +637,17 @@ async def add_partitions(
     if partitions <= len(existing):
         raise AdminError(
             f"The number of partitions for a topic can only be increased. Topic {topic} currently has "
-            f"{len(existing)} partitions, {partitions} would not be an increase."
+            f"{len(existing)} partitions, {partitions} would not be an increase.",
+            kind="INVALID_PARTITIONS",
         )
     if await zk.exists(znodes.delete_topic_path(topic)) is not None:
-        raise AdminError(f"Topic {topic} is marked for deletion")
+        raise AdminError(f"Topic {topic} is marked for deletion", kind="INVALID_TOPIC_EXCEPTION")
     first = existing.get(0)
     if not first:
-        raise AdminError(f"the replica assignment of partition 0 of {topic} is missing or empty")
+        raise AdminError(
+            f"the replica assignment of partition 0 of {topic} is missing or empty",
+            kind="INVALID_REPLICA_ASSIGNMENT",
+        )
     live = await live_broker_ids(zk)
     if assignment is not None:
         added = dict(assignment)
@@ -658,10 +693,12 @@ async def request_preferred_election(
     else:
         partitions = await _all_partitions(zk, [topic])
         if not partitions:
-            raise AdminError(f"Topic '{topic}' does not exist")
+            raise AdminError(f"Topic '{topic}' does not exist", kind="UNKNOWN_TOPIC_OR_PARTITION")
         if partition is not None:
             if TopicPartition(topic, partition) not in partitions:
-                raise AdminError(f"Partition {topic}-{partition} does not exist")
+                raise AdminError(
+                    f"Partition {topic}-{partition} does not exist", kind="UNKNOWN_TOPIC_OR_PARTITION"
+                )
             partitions = [TopicPartition(topic, partition)]
     if not partitions:
         raise AdminError("there are no partitions to elect leaders for")
@@ -734,7 +771,7 @@ async def generate_reassignment(
     current_by_topic = await _current_replicas(zk, topics)
     missing = sorted(set(topics) - set(current_by_topic))
     if missing:
-        raise AdminError(f"Topic '{missing[0]}' does not exist")
+        raise AdminError(f"Topic '{missing[0]}' does not exist", kind="UNKNOWN_TOPIC_OR_PARTITION")
     current: Plan = {}
     proposed: Plan = {}
     for topic in sorted(set(topics)):
