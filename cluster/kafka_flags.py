@@ -161,9 +161,12 @@ def elect_leaders(
     asked = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
     client = admin_client(servers)
     done = _result(client.elect_leaders(kind, asked))  # its timeout keywords fail in confluent-kafka 2.16
-    return {(tp.topic, tp.partition): None if e is None else _error_name(e) for tp, e in done.items()}
+    return {(tp.topic, tp.partition): error_name(e) for tp, e in done.items()}
 
 
-def _error_name(outcome: Any) -> str:
+def error_name(outcome: Any) -> str | None:
+    """A per-partition outcome of confluent-kafka: None, a KafkaError, or a KafkaException holding one."""
+    if outcome is None:
+        return None
     error = outcome.args[0] if getattr(outcome, "args", None) else outcome
     return str(error.name())

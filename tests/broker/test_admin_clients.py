@@ -15,6 +15,7 @@ import pytest
 from tests.support.clients import DEADLINE_S, bootstrap
 from tests.support.cluster import Cluster, produce
 from tests.support.waiting import wait_until
+from tests.support.zookeeper import topic_replicas
 from zkstore import znodes
 
 pytestmark = pytest.mark.zookeeper
@@ -30,10 +31,7 @@ async def topic_config(cluster: Cluster, topic: str) -> dict[str, str]:
 
 
 async def assignment(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]:
-    data, _ = await cluster.admin.get(znodes.topic_path(topic))
-    decoded = znodes.decode_topic_assignment(data, znodes.topic_path(topic))
-    assert decoded is not None
-    return dict(decoded.partitions)
+    return await topic_replicas(cluster.admin, topic)
 
 
 async def test_confluent_admin_client_creates_grows_describes_and_deletes_topics(cluster: Cluster) -> None:

@@ -11,25 +11,18 @@ from typing import Any
 
 import pytest
 
+from cluster.kafka_flags import error_name
 from protocol import ApiKey, ErrorCode
 from tests.support.clients import DEADLINE_S, bootstrap
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
-from tests.support.zookeeper import partition_state
-from zkstore import admin, znodes
+from tests.support.zookeeper import partition_state, topic_replicas
+from zkstore import admin
 
 pytestmark = pytest.mark.zookeeper
 
 SESSION_S = 30.0
 """Long enough for a killed broker's ZooKeeper session to expire and the controller to act."""
-
-
-def error_name(outcome: Any) -> str | None:
-    """confluent-kafka's per-partition outcome: None, a KafkaError, or a KafkaException holding one."""
-    if outcome is None:
-        return None
-    error = outcome.args[0] if hasattr(outcome, "args") and outcome.args else outcome
-    return str(error.name())
 
 
 async def leader_and_isr(cluster: Cluster, topic: str, partition: int) -> tuple[int, list[int]]:
@@ -38,10 +31,7 @@ async def leader_and_isr(cluster: Cluster, topic: str, partition: int) -> tuple[
 
 
 async def replicas(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]:
-    data, _ = await cluster.admin.get(znodes.topic_path(topic))
-    decoded = znodes.decode_topic_assignment(data, znodes.topic_path(topic))
-    assert decoded is not None
-    return dict(decoded.partitions)
+    return await topic_replicas(cluster.admin, topic)
 
 
 async def test_confluent_admin_client_elects_preferred_and_unclean_leaders(cluster: Cluster) -> None:

@@ -89,93 +89,40 @@ async def test_kafka_configs_leader_election_and_consumer_groups_commands(
     servers = bootstrap(cluster)
     await cluster.topic("orders", {0: (1, 2), 1: (2, 1)})
 
-    def cli(*argv: str) -> int:
-        return main(list(argv))
+    async def cli(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = await asyncio.to_thread(main, list(argv))
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
 
     # kafka-configs.sh: through the Admin API and through ZooKeeper
-    alter = ("--entity-type", "topics", "--entity-name", "orders", "--alter")
-    assert (
-        await asyncio.to_thread(
-            cli,
-            "configs",
-            "--bootstrap-server",
-            servers,
-            *alter,
-            "--add-config",
-            "retention.ms=60000,segment.bytes=1048576",
-        )
-        == 0
+    brokers, zookeeper = ("--bootstrap-server", servers), ("--zookeeper", cluster.zk_connect)
+    entity = ("--entity-type", "topics", "--entity-name", "orders")
+    added = await cli(
+        "configs", *brokers, *entity, "--alter", "--add-config", "retention.ms=60000,segment.bytes=1048576"
     )
-    assert "Completed updating config for topic orders." in capsys.readouterr().out
+    assert added == (0, "Completed updating config for topic orders.\n", "")
     assert (
-        await asyncio.to_thread(
-            cli,
-            "configs",
-            "--zookeeper",
-            cluster.zk_connect,
-            "--topic",
-            "orders",
-            "--alter",
-            "--delete-config",
-            "segment.bytes",
-        )
-        == 0
-    )
-    capsys.readouterr()
-    assert (
-        await asyncio.to_thread(
-            cli, "configs", "--bootstrap-server", servers, "--topic", "orders", "--describe", "--json"
-        )
-        == 0
-    )
-    described = json.loads(capsys.readouterr().out)
-    assert [(c["name"], c["value"], c["source"]) for c in described] == [
+        await cli("configs", *zookeeper, "--topic", "orders", "--alter", "--delete-config", "segment.bytes")
+    )[0] == 0
+    status, out, _ = await cli("configs", *brokers, "--topic", "orders", "--describe", "--json")
+    assert status == 0
+    assert [(c["name"], c["value"], c["source"]) for c in json.loads(out)] == [
         ("retention.ms", "60000", "DYNAMIC_TOPIC_CONFIG")
     ]
-    assert (
-        await asyncio.to_thread(
-            cli,
-            "configs",
-            "--bootstrap-server",
-            servers,
-            "--topic",
-            "orders",
-            "--alter",
-            "--add-config",
-            "cleanup.policy=compact",
-        )
-        == 1
+    status, _, err = await cli(
+        "configs", *brokers, "--topic", "orders", "--alter", "--add-config", "cleanup.policy=compact"
     )
-    assert "INVALID_CONFIG" in capsys.readouterr().err
-    assert (
-        await asyncio.to_thread(
-            cli, "configs", "--bootstrap-server", servers, "--broker", "1", "--describe", "--all"
-        )
-        == 0
-    )
-    assert "log.retention.hours" in capsys.readouterr().out
+    assert status == 1 and "INVALID_CONFIG" in err
+    status, out, _ = await cli("configs", *brokers, "--broker", "1", "--describe", "--all")
+    assert status == 0 and "log.retention.hours" in out
 
     # kafka-leader-election.sh: nothing to do while the preferred replicas lead
-    election = (
-        "elect-leaders",
-        "--bootstrap-server",
-        servers,
-        "--election-type",
-        "preferred",
-        "--topic",
-        "orders",
-    )
-    assert await asyncio.to_thread(cli, *election) == 0
-    assert "Valid replica already elected for partitions orders-0, orders-1" in capsys.readouterr().out
-    assert (
-        await asyncio.to_thread(
-            cli, "elect-leaders", "--election-type", "UNCLEAN", "--zookeeper", cluster.zk_connect
-        )
-        == 2
-    )
-    capsys.readouterr()
+    status, out, _ = await cli("elect-leaders", *brokers, "--election-type", "preferred", "--topic", "orders")
+    assert status == 0 and "Valid replica already elected for partitions orders-0, orders-1" in out
+    assert (await cli("elect-leaders", "--election-type", "UNCLEAN", *zookeeper))[0] == 2
 
-    # kafka-consumer-groups.sh: a group that committed, its lag, a reset
+    # kafka-consumer-groups.sh: a group that committed, its lag, a reset, its deletion
     await produce(cluster.brokers[1], "orders", 0, 6)
     await produce(cluster.brokers[2], "orders", 1, 4)
 
@@ -186,35 +133,26 @@ async def test_kafka_configs_leader_election_and_consumer_groups_commands(
             {"bootstrap.servers": servers, "group.id": "billing", "enable.auto.commit": False}
         )
         try:
-            consumer.commit(
-                offsets=[TopicPartition("orders", 0, 2), TopicPartition("orders", 1, 1)], asynchronous=False
-            )
+            committed = [TopicPartition("orders", 0, 2), TopicPartition("orders", 1, 1)]
+            consumer.commit(offsets=committed, asynchronous=False)
         finally:
             consumer.close()
 
     await asyncio.to_thread(commit_some)
-    groups = ("consumer-groups", "--bootstrap-server", servers)
-    assert await asyncio.to_thread(cli, *groups, "--list") == 0
-    assert "billing" in capsys.readouterr().out.split()
-    assert await asyncio.to_thread(cli, *groups, "--describe", "--group", "billing", "--json") == 0
-    partitions = json.loads(capsys.readouterr().out)["partitions"]
-    lags = {p["partition"]: (p["current_offset"], p["log_end_offset"], p["lag"]) for p in partitions}
-    assert lags == {0: (2, 6, 4), 1: (1, 4, 3)}
-    reset = (
-        *groups,
-        "--reset-offsets",
-        "--group",
-        "billing",
-        "--topic",
-        "orders",
-        "--to-latest",
-        "--execute",
-    )
-    assert await asyncio.to_thread(cli, *reset) == 0
-    capsys.readouterr()
-    assert await asyncio.to_thread(cli, *groups, "--describe", "--group", "billing", "--json") == 0
-    assert {p["lag"] for p in json.loads(capsys.readouterr().out)["partitions"]} == {0}
-    assert await asyncio.to_thread(cli, *groups, "--delete", "--group", "billing") == 0
-    capsys.readouterr()
-    assert await asyncio.to_thread(cli, *groups, "--list") == 0
-    assert "billing" not in capsys.readouterr().out.split()
+    groups = ("consumer-groups", *brokers)
+    status, out, _ = await cli(*groups, "--list")
+    assert status == 0 and "billing" in out.split()
+
+    async def lags() -> dict[int, tuple[int, int, int]]:
+        status, out, _ = await cli(*groups, "--describe", "--group", "billing", "--json")
+        assert status == 0
+        partitions = json.loads(out)["partitions"]
+        return {p["partition"]: (p["current_offset"], p["log_end_offset"], p["lag"]) for p in partitions}
+
+    assert await lags() == {0: (2, 6, 4), 1: (1, 4, 3)}
+    reset = ("--reset-offsets", "--group", "billing", "--topic", "orders", "--to-latest", "--execute")
+    assert (await cli(*groups, *reset))[0] == 0
+    assert await lags() == {0: (6, 6, 0), 1: (4, 4, 0)}
+    assert (await cli(*groups, "--delete", "--group", "billing"))[0] == 0
+    status, out, _ = await cli(*groups, "--list")
+    assert status == 0 and "billing" not in out.split()

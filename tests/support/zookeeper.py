@@ -109,6 +109,14 @@ async def partition_state(
     return state, stat.version
 
 
+async def topic_replicas(zk: AsyncZooKeeper, topic: str) -> dict[int, tuple[int, ...]]:
+    """A topic's replicas per partition, as ``/brokers/topics/T`` holds them."""
+    data, _ = await zk.get(znodes.topic_path(topic))
+    decoded = znodes.decode_topic_assignment(data, znodes.topic_path(topic))
+    assert decoded is not None
+    return dict(decoded.partitions)
+
+
 def registration(broker_id: int, rack: str | None = None) -> bytes:
     endpoint = znodes.Endpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id)
     return znodes.BrokerRegistration(broker_id, (endpoint,), {"PLAINTEXT": "PLAINTEXT"}, 0, rack).encode()
