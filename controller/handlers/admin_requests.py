@@ -30,14 +30,19 @@ Body = dict[str, Any]
 Outcome = tuple[ErrorCode, str | None]
 
 
-def _by_topic(outcomes: dict[TopicPartition, Outcome]) -> list[Body]:
-    """Per-partition outcomes grouped by topic, in AlterPartitionReassignments' layout."""
+def _by_topic(
+    outcomes: dict[TopicPartition, Outcome],
+    topic_key: str = "name",
+    partitions_key: str = "partitions",
+    index_key: str = "partition_index",
+) -> list[Body]:
+    """Per-partition outcomes grouped by topic (AlterPartitionReassignments' field names by default)."""
     topics: dict[str, list[Body]] = {}
     for tp, (code, message) in sorted(outcomes.items()):
         topics.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "error_code": code, "error_message": message}
+            {index_key: tp.partition, "error_code": code, "error_message": message}
         )
-    return [{"name": t, "partitions": ps} for t, ps in topics.items()]
+    return [{topic_key: t, partitions_key: ps} for t, ps in topics.items()]
 
 
 class AdminRequests:
@@ -77,12 +82,7 @@ class AdminRequests:
         outcomes = await self.elect(partitions, unclean=election_type == UNCLEAN)
         if every:  # Kafka leaves out what needed no election when asked for everything
             outcomes = {tp: o for tp, o in outcomes.items() if o[0] != ErrorCode.ELECTION_NOT_NEEDED}
-        topics: dict[str, list[Body]] = {}
-        for tp, (code, message) in sorted(outcomes.items()):
-            topics.setdefault(tp.topic, []).append(
-                {"partition_id": tp.partition, "error_code": code, "error_message": message}
-            )
-        results = [{"topic": t, "partition_result": ps} for t, ps in topics.items()]
+        results = _by_topic(outcomes, "topic", "partition_result", "partition_id")
         body: Body = {"throttle_time_ms": 0, "replica_election_results": results}
         if version >= 1:
             body["error_code"] = ErrorCode.NONE
@@ -118,7 +118,7 @@ class AdminRequests:
                 candidates,
                 PartitionState.ONLINE,
                 ElectionStrategy.OFFLINE if unclean else ElectionStrategy.PREFERRED,
-                unclean=Unclean.ALWAYS,
+                unclean=Unclean.ALWAYS if unclean else Unclean.NEVER,
             )
         )
         svc.send(batch)
