@@ -71,6 +71,7 @@ bench: install
 	$(PY) -m bench.failover
 	$(PY) -m bench.controlled_shutdown
 	$(PY) -m bench.control_latency
+	$(PY) -m bench.epoch_confirmation
 	$(PY) -m bench.produce
 	$(PY) -m bench.groups
 

@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from broker.controller_guard import ControllerEpochGuard
 from broker.metadata_cache import MetadataCache
 from broker.network import Close, Outcome, Request, Result
 from broker.replica_manager import ReplicaManager
@@ -83,6 +84,20 @@ def broker_epoch_is_stale(api_key: int, version: int, body: dict[str, Any], own_
     return epoch != UNKNOWN_BROKER_EPOCH and epoch < own_epoch
 
 
+def control_error(api_key: int, body: dict[str, Any], code: ErrorCode) -> dict[str, Any]:
+    """A control request refused as a whole: LeaderAndIsr also names every partition it carried."""
+    if api_key == ApiKey.LEADER_AND_ISR:
+        errors = [
+            {"topic_name": t["topic_name"], "partition_index": s["partition_index"], "error_code": code}
+            for t in body["topic_states"]
+            for s in t["partition_states"]
+        ]
+        return {"error_code": code, "partition_errors": errors}
+    if api_key == ApiKey.STOP_REPLICA:
+        return {"error_code": code, "partition_errors": []}
+    return {"error_code": code}
+
+
 class KafkaApis:
     def __init__(
         self,
@@ -92,8 +107,11 @@ class KafkaApis:
         events: EventLog,
         *,
         on_handled: Callable[[Request, int], None] | None = None,
+        guard: ControllerEpochGuard | None = None,
     ) -> None:
         self.identity = identity
+        self.guard = guard
+        """Confirms new controller epochs in ZooKeeper before a control request is believed."""
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
         self.events = events
@@ -126,10 +144,14 @@ class KafkaApis:
         except ProtocolError as exc:
             return Close(f"malformed {ApiKey(header.api_key).name} v{header.api_version} request: {exc}")
         control = header.api_key in CONTROL_APIS
+        started = time.monotonic()
         if control:
             request.own_epoch = self.identity.epoch
             self._received(request, body)
-        started = time.monotonic()
+            refused = self._unconfirmed(request, body)
+            if refused is not None:
+                self._handled(request, body, refused, started)
+                return self._encode(request, refused)
         reply = handler(request, body)
         if reply is None or isinstance(reply, Close):
             return reply
@@ -174,24 +196,37 @@ class KafkaApis:
         header = request.header
         return broker_epoch_is_stale(header.api_key, header.api_version, body, request.own_epoch)
 
+    def _unconfirmed(self, request: Request, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The refusal of a control request whose controller epoch ZooKeeper does not confirm."""
+        if self.guard is None:
+            return None
+        refusal = self.guard.check(body["controller_id"], body["controller_epoch"])
+        if refusal is None:
+            return None
+        found = refusal.zookeeper
+        self.events.emit(
+            "controller_epoch_unconfirmed",
+            api=api_spec(request.header.api_key).name,
+            listener=request.listener,
+            peer=request.peer,
+            controller_id=body["controller_id"],
+            controller_epoch=body["controller_epoch"],
+            zk_controller_id=found.controller_id if found else None,
+            zk_controller_epoch=found.epoch if found else None,
+            error=refusal.code.name,
+            reason=refusal.reason,
+        )
+        return control_error(request.header.api_key, body, refusal.code)
+
     def _leader_and_isr(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
         header = request.header
         if self._stale_epoch(request, body):
-            errors = [
-                {
-                    "topic_name": t["topic_name"],
-                    "partition_index": s["partition_index"],
-                    "error_code": ErrorCode.STALE_BROKER_EPOCH,
-                }
-                for t in body["topic_states"]
-                for s in t["partition_states"]
-            ]
-            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": errors}
+            return control_error(header.api_key, body, ErrorCode.STALE_BROKER_EPOCH)
         return self.replica_manager.become_leader_or_follower(body, header.correlation_id)
 
     def _update_metadata(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
         if self._stale_epoch(request, body):
-            return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
+            return control_error(request.header.api_key, body, ErrorCode.STALE_BROKER_EPOCH)
         if not self.replica_manager.accept_controller_epoch(body["controller_epoch"]):
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
         removed = self.metadata_cache.update(body)
@@ -201,7 +236,7 @@ class KafkaApis:
 
     def _stop_replica(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
         if self._stale_epoch(request, body):
-            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
+            return control_error(request.header.api_key, body, ErrorCode.STALE_BROKER_EPOCH)
         return self.replica_manager.stop_replicas(body)
 
     # -- event log

@@ -109,6 +109,14 @@ KEYS = (
     ZOOKEEPER_SESSION_TIMEOUT_MS,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS,
     ConfigKey(
+        "controller.epoch.confirmation.enable",
+        "bool",
+        True,
+        doc="(not a Kafka key) accept a control request from a controller epoch above any seen only once "
+        "ZooKeeper's `/controller` and `/controller_epoch` confirm it, so a forged frame cannot capture "
+        "the broker",
+    ),
+    ConfigKey(
         "controlled.shutdown.enable",
         "bool",
         True,
@@ -436,6 +444,7 @@ class BrokerConfig:
     group: GroupConfig = field(default_factory=GroupConfig)
     topics: TopicDefaults = field(default_factory=TopicDefaults)
     producer_id_expiration_ms: int = 86400000
+    controller_epoch_confirmation: bool = True
     loaded: LoadedConfig | None = None
 
     @property
@@ -568,6 +577,7 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
             delete_topic_enable=loaded["delete.topic.enable"],
         ),
         producer_id_expiration_ms=loaded["producer.id.expiration.ms"],
+        controller_epoch_confirmation=loaded["controller.epoch.confirmation.enable"],
         loaded=loaded,
     )
 

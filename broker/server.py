@@ -26,6 +26,7 @@ from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
 from broker.config_apis import ConfigApis
+from broker.controller_guard import ControllerEpochGuard, ZkController
 from broker.fetch import FetchApi
 from broker.forwarded_admin import ForwardedAdminApis
 from broker.group.apis import GroupApis
@@ -52,6 +53,7 @@ from daemon.supervision import start_supervised
 from protocol import CONTROL_APIS, ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
 from zkstore import admin, znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
+from zkstore.batch_read import get_data_many
 from zkstore.registration import register_broker
 from zkstore.znodes import TopicPartition
 
@@ -105,7 +107,16 @@ class BrokerServer:
             checkpoint=self.control_priority.checkpoint if self.control_priority else lambda: None,
         )
         self.metrics = Metrics()
-        self.apis = KafkaApis(self.identity, self.replica_manager, self.metadata_cache, self.events)
+        self.epoch_guard = (
+            ControllerEpochGuard(
+                self._controller_in_zookeeper, timeout_s=config.zookeeper_session_timeout_ms / 1000
+            )
+            if config.controller_epoch_confirmation
+            else None
+        )
+        self.apis = KafkaApis(
+            self.identity, self.replica_manager, self.metadata_cache, self.events, guard=self.epoch_guard
+        )
         self.cluster_id: str | None = None
         metadata = MetadataApis(
             config.broker_id,
@@ -499,6 +510,27 @@ class BrokerServer:
             if registration is not None and registration.host is not None and registration.port is not None:
                 return registration.broker_id, registration.host, registration.port
         return None
+
+    def _controller_in_zookeeper(self) -> ZkController:
+        """``/controller``'s id and ``/controller_epoch`` after a sync (blocking; a handler thread's
+        call, run on the event loop)."""
+        read = asyncio.run_coroutine_threadsafe(self._read_controller(), self._loop())
+        return read.result(timeout=self.config.controller_socket_timeout_s)
+
+    async def _read_controller(self) -> ZkController:
+        await self.zk.sync(znodes.CONTROLLER_EPOCH)
+        paths = [znodes.CONTROLLER, znodes.CONTROLLER_EPOCH]
+        data: list[bytes | None] = []
+        for result in await get_data_many(self.zk, paths):
+            if isinstance(result, NoNodeError):
+                data.append(None)
+            elif isinstance(result, Exception):
+                raise result
+            else:
+                data.append(result[0])
+        registration = data[0] and znodes.decode_controller_registration(data[0], znodes.CONTROLLER)
+        epoch = data[1] and znodes.decode_controller_epoch(data[1], znodes.CONTROLLER_EPOCH)
+        return ZkController(registration.broker_id if registration else None, epoch if epoch else None)
 
     async def controlled_shutdown(self) -> bool:
         """Kafka's procedure: ask the active controller to move leadership away, retrying with backoff."""

@@ -229,6 +229,12 @@ class AsyncZooKeeper:
     async def delete(self, path: str, version: int = -1) -> None:
         await self._retrying(lambda: self.client.delete_async(path, version), f"delete {path}")
 
+    async def sync(self, path: str) -> None:
+        """Bring this session's server up to date with the leader for ``path``, so that the reads
+        that follow see every write committed before (ZooKeeper's reads are otherwise only
+        sequentially consistent)."""
+        await self._retrying(lambda: self.client.sync_async(path), f"sync {path}")
+
     async def ensure_path(self, path: str) -> None:
         await self._retrying(lambda: self.client.ensure_path_async(path), f"ensure_path {path}")
 

@@ -52,7 +52,7 @@ async def test_stop_replica_from_before_a_bounce_is_ignored_and_the_replica_stay
 
     # That StopReplica, delayed past the restart (as a resend after reconnecting would deliver it):
     late = {
-        "controller_id": 100,
+        "controller_id": cluster.controller.controller_id,
         "controller_epoch": controller_epoch,
         "max_broker_epoch": max_epoch,
         "delete_partitions": False,

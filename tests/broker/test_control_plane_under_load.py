@@ -84,9 +84,12 @@ async def test_an_update_metadata_is_handled_while_produce_fills_the_data_plane(
             return (await loop.run_in_executor(None, scrape, port))[QUEUE_SIZE] == QUEUE
 
         await wait_until(full, timeout=60, what="the data-plane queue at its capacity")
-        body = {
-            "controller_id": 100,
-            "controller_epoch": 1,
+        controller = cluster.controller
+        assert controller is not None
+        elected = await controller.wait_kind("controller_elected")
+        body = {  # as the controller would send it: its id and epoch
+            "controller_id": controller.controller_id,
+            "controller_epoch": elected["controller_epoch"],
             "max_broker_epoch": epoch_of(broker),
             "topic_states": [],
             "live_brokers": [],

@@ -14,9 +14,9 @@ from broker.config import load
 from broker.server import BrokerServer
 from daemon.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
-from tests.support.requests import lai_partition, leader_and_isr
+from tests.support.requests import CONTROLLER_ID, lai_partition, leader_and_isr
 from tests.support.waiting import wait_until
-from tests.support.zookeeper import expire_session, session
+from tests.support.zookeeper import expire_session, session, stand_in_controller
 from zkstore import znodes
 
 pytestmark = pytest.mark.zookeeper
@@ -24,6 +24,14 @@ pytestmark = pytest.mark.zookeeper
 
 @pytest.fixture
 async def broker(zk_connect: str, tmp_path: Path) -> AsyncIterator[BrokerServer]:
+    """Broker 7, told what to do by the test, which stands in for the controller (epoch 1)."""
+    async with stand_in_controller(zk_connect, CONTROLLER_ID) as epoch:
+        assert epoch == 1
+        async for server in _broker(zk_connect, tmp_path):
+            yield server
+
+
+async def _broker(zk_connect: str, tmp_path: Path) -> AsyncIterator[BrokerServer]:
     config = load(
         None,
         {
@@ -46,9 +54,9 @@ async def broker(zk_connect: str, tmp_path: Path) -> AsyncIterator[BrokerServer]
 
 
 def update_metadata(broker_epoch: int) -> dict[str, Any]:
-    """UpdateMetadata v5 (per-broker epoch) naming only broker 7, from controller 1 epoch 1."""
+    """UpdateMetadata v5 (per-broker epoch) naming only broker 7, from the stand-in controller, epoch 1."""
     return {
-        "controller_id": 1,
+        "controller_id": CONTROLLER_ID,
         "controller_epoch": 1,
         "broker_epoch": broker_epoch,
         "topic_states": [],

@@ -4,11 +4,15 @@ brokers registered without a broker process."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
 
 from kazoo.client import KazooClient
 
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
+from zkstore.election import try_elect
 from zkstore.registration import register_broker
 
 
@@ -107,6 +111,21 @@ async def partition_state(
     state = znodes.decode_leader_isr_state(data, path)
     assert state is not None
     return state, stat.version
+
+
+@contextlib.asynccontextmanager
+async def stand_in_controller(connect: str, controller_id: int) -> AsyncIterator[int]:
+    """For a test that sends control requests itself: win the controller election in ZooKeeper as a
+    controller daemon would, so that brokers confirm the epoch (``controller.epoch.confirmation``);
+    yields that epoch and holds ``/controller`` until the block ends."""
+    zk = await session(connect)
+    try:
+        registration = znodes.ControllerRegistration(controller_id, int(time.time() * 1000))
+        token = await try_elect(zk, controller_id, registration.encode())
+        assert token is not None, "another controller holds /controller"
+        yield token.epoch
+    finally:
+        await zk.close()
 
 
 async def topic_replicas(zk: AsyncZooKeeper, topic: str) -> dict[int, tuple[int, ...]]:
