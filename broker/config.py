@@ -106,6 +106,28 @@ KEYS = (
         check=at_least(1024),
         doc="a larger request frame closes its connection",
     ),
+    ConfigKey(
+        "max.connections",
+        "int",
+        2147483647,
+        check=at_least(0),
+        doc="connections the listeners accept together (the control-plane listener does not count); more "
+        "are closed at once",
+    ),
+    ConfigKey(
+        "max.connections.per.ip",
+        "int",
+        2147483647,
+        check=at_least(0),
+        doc="connections one address may hold, on every listener",
+    ),
+    ConfigKey(
+        "connections.max.idle.ms",
+        "long",
+        600000,
+        check=at_least(1),
+        doc="a connection that sends no request (or not the rest of one) for this long is closed",
+    ),
     ZOOKEEPER_SESSION_TIMEOUT_MS,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS,
     ConfigKey(
@@ -415,6 +437,9 @@ class BrokerConfig:
     num_io_threads: int
     queued_max_requests: int
     socket_request_max_bytes: int
+    max_connections: int
+    max_connections_per_ip: int
+    connections_max_idle_ms: int
     zookeeper_session_timeout_ms: int
     zookeeper_connection_timeout_s: float
     controlled_shutdown_enable: bool
@@ -544,6 +569,9 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         num_io_threads=loaded["num.io.threads"],
         queued_max_requests=loaded["queued.max.requests"],
         socket_request_max_bytes=loaded["socket.request.max.bytes"],
+        max_connections=loaded["max.connections"],
+        max_connections_per_ip=loaded["max.connections.per.ip"],
+        connections_max_idle_ms=loaded["connections.max.idle.ms"],
         zookeeper_session_timeout_ms=session_ms,
         zookeeper_connection_timeout_s=(loaded["zookeeper.connection.timeout.ms"] or session_ms) / 1000.0,
         controlled_shutdown_enable=loaded["controlled.shutdown.enable"],

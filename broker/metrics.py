@@ -34,6 +34,14 @@ class BrokerMetrics:
     ) -> None:
         self.metrics = metrics
         network, server = "kafka.network", "kafka.server"
+        self.connections_closed = metrics.meter(
+            network,
+            "SocketServer",
+            "ConnectionsClosed",
+            "Connections the broker closed: over max.connections or max.connections.per.ip (reason quota), "
+            "or idle past connections.max.idle.ms (reason idle)",
+            labels=("listener", "reason"),
+        )
         metrics.gauge_fn(
             network, "RequestChannel", "RequestQueueSize", "Data-plane requests queued", lambda: data.size
         )
@@ -123,6 +131,9 @@ class BrokerMetrics:
         self.errors = metrics.meter(
             network, "RequestMetrics", "ErrorsPerSec", "Responses by top-level error", ("request", "error")
         )
+
+    def connection_closed(self, listener: str, reason: str) -> None:
+        self.connections_closed.labels(listener=listener, reason=reason).inc()
 
     def isr_changed(self, expanded: bool) -> None:
         (self.isr_expands if expanded else self.isr_shrinks).inc()

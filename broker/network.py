@@ -31,6 +31,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.connection_quotas import ConnectionQuotas
 from daemon.frames import StreamEnded, TruncatedFrame, read_frame
 from protocol import (
     FrameTooLarge,
@@ -369,8 +370,17 @@ class Listener:
         on_sent: Callable[[Request], None] | None = None,
         priority: ControlPriority | None = None,
         max_waiting: int = 1,
+        quotas: ConnectionQuotas | None = None,
+        idle_s: float | None = None,
+        on_closed: Callable[[str, str], None] | None = None,
     ) -> None:
         self.name = name
+        self.quotas = quotas
+        self.idle_s = idle_s
+        """``connections.max.idle.ms``: a connection that sends nothing (or not the rest of a frame)
+        for this long is closed, so a stalled peer holds no more than its socket."""
+        self.on_closed = on_closed
+        """Called with (listener, reason) when the broker closes an idle connection."""
         self.max_waiting = max_waiting
         """Answers a connection may have outstanding. 1 is Kafka's muted channel: the next request is
         read once the previous answer is written. More lets a client pipeline requests that wait in a
@@ -421,6 +431,13 @@ class Listener:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peername = writer.get_extra_info("peername")
         peer = f"{peername[0]}:{peername[1]}" if isinstance(peername, tuple) else str(peername)
+        ip = peername[0] if isinstance(peername, tuple) else str(peername)
+        refused = self.quotas.admit(self.name, ip) if self.quotas is not None else None
+        if refused is not None:
+            self._connections.discard(task)
+            log.warning("listener %s: closing connection from %s: %s", self.name, peer, refused)
+            writer.close()
+            return
         fd = sock.fileno() if sock is not None and self.priority is not None else -1
         if fd >= 0 and self.priority is not None:
             self.priority.watch(fd)
@@ -440,6 +457,8 @@ class Listener:
                 side.cancel()
             await asyncio.gather(reading, answering, return_exceptions=True)
             self._connections.discard(task)
+            if self.quotas is not None:
+                self.quotas.release(self.name, ip)
             if fd >= 0 and self.priority is not None:
                 self.priority.unwatch(fd)
             if arrivals is not None:
@@ -494,7 +513,12 @@ class Listener:
     ) -> str | None:
         """Read one request and queue its answer; a string (empty at a clean EOF) ends the connection."""
         try:
-            frame = await read_frame(reader, self.max_frame_size)
+            async with asyncio.timeout(self.idle_s):  # no task per read, unlike wait_for
+                frame = await read_frame(reader, self.max_frame_size)
+        except TimeoutError:
+            if self.on_closed is not None:
+                self.on_closed(self.name, "idle")
+            return f"idle for more than {self.idle_s:g} s (connections.max.idle.ms)"
         except StreamEnded:
             return ""
         except (TruncatedFrame, FrameTooLarge) as exc:

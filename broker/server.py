@@ -26,6 +26,7 @@ from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
 from broker.config_apis import ConfigApis
+from broker.connection_quotas import ConnectionQuotas
 from broker.controller_guard import ControllerEpochGuard, ZkController
 from broker.fetch import FetchApi
 from broker.forwarded_admin import ForwardedAdminApis
@@ -107,6 +108,14 @@ class BrokerServer:
             checkpoint=self.control_priority.checkpoint if self.control_priority else lambda: None,
         )
         self.metrics = Metrics()
+        self.connection_quotas = ConnectionQuotas(
+            max_connections=config.max_connections,
+            max_per_ip=config.max_connections_per_ip,
+            exempt_listeners={config.control_plane_listener_name}
+            if config.control_plane_listener_name
+            else (),
+            on_refused=lambda listener, reason: self.broker_metrics.connection_closed(listener, reason),
+        )
         self.epoch_guard = (
             ControllerEpochGuard(
                 self._controller_in_zookeeper, timeout_s=config.zookeeper_session_timeout_ms / 1000
@@ -329,6 +338,9 @@ class BrokerServer:
             on_sent=self.broker_metrics.response_sent,
             priority=self.control_priority if control else None,
             max_waiting=1 if control else DATA_PLANE_MAX_WAITING,
+            quotas=self.connection_quotas,
+            idle_s=self.config.connections_max_idle_ms / 1000,
+            on_closed=self.broker_metrics.connection_closed,
         )
 
     def running(self) -> str:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import urllib.request
 
 import pytest
 
 from protocol import ApiKey, ErrorCode, encode_request
 from protocol.record_batch import build_batch
 from tests.support.cluster import Cluster, epoch_of
+from tests.support.metrics import scrape
 from tests.support.raw_client import RawClient
 from tests.support.waiting import wait_until
 
@@ -58,15 +58,6 @@ async def flood(host: str, port: int, stop: asyncio.Event) -> int:
     finally:
         client.close()
     return answered
-
-
-def scrape(port: int) -> dict[str, float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    return {
-        line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
 
 
 async def test_an_update_metadata_is_handled_while_produce_fills_the_data_plane(cluster: Cluster) -> None:
