@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test lint typecheck check bench chaos soak campaign install java clients clean
+.PHONY: run test lint typecheck check bench chaos soak campaign fuzz install java clients clean
 
 install: $(STAMP)
 
@@ -92,6 +92,12 @@ chaos: install java
 
 soak: install java
 	$(MAKE) chaos CHAOS_S=1800
+
+# Coverage-guided fuzzing (atheris) of the request, record-batch and znode decoders for FUZZ_S
+# seconds; crashing inputs land in fuzz/crashers/, which the tests replay. make test runs 8 seconds.
+FUZZ_S ?= 300
+fuzz: install
+	$(PY) -m fuzz --seconds $(FUZZ_S)
 
 # RUNS chaos runs of CAMPAIGN_S seconds, each on a fresh cluster with the next seed (from FIRST_SEED);
 # the summary, with the worst availability per fault kind, is .run/campaign/campaign.json.
