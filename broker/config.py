@@ -15,6 +15,9 @@ from pathlib import Path
 
 from broker.group.config import GroupConfig
 from daemon.config import (
+    CONNECTIONS_MAX_IDLE_MS,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_IP,
     METRICS_PORT,
     RESERVED_BROKER_MAX_ID,
     ZOOKEEPER_CONNECT,
@@ -106,28 +109,9 @@ KEYS = (
         check=at_least(1024),
         doc="a larger request frame closes its connection",
     ),
-    ConfigKey(
-        "max.connections",
-        "int",
-        2147483647,
-        check=at_least(0),
-        doc="connections the listeners accept together (the control-plane listener does not count); more "
-        "are closed at once",
-    ),
-    ConfigKey(
-        "max.connections.per.ip",
-        "int",
-        2147483647,
-        check=at_least(0),
-        doc="connections one address may hold, on every listener",
-    ),
-    ConfigKey(
-        "connections.max.idle.ms",
-        "long",
-        600000,
-        check=at_least(1),
-        doc="a connection that sends no request (or not the rest of one) for this long is closed",
-    ),
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_IP,
+    CONNECTIONS_MAX_IDLE_MS,
     ZOOKEEPER_SESSION_TIMEOUT_MS,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS,
     ConfigKey(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from broker.log import AppendInfo
 from broker.network import Request, RequestChannel
 from broker.replica_manager import ReplicaManager
+from daemon.connection_quotas import connections_closed_meter
 from daemon.metrics import Metrics
 from protocol import ErrorCode
 from protocol.registry import api_spec
@@ -34,14 +35,7 @@ class BrokerMetrics:
     ) -> None:
         self.metrics = metrics
         network, server = "kafka.network", "kafka.server"
-        self.connections_closed = metrics.meter(
-            network,
-            "SocketServer",
-            "ConnectionsClosed",
-            "Connections the broker closed: over max.connections or max.connections.per.ip (reason quota), "
-            "or idle past connections.max.idle.ms (reason idle)",
-            labels=("listener", "reason"),
-        )
+        self.connections_closed = connections_closed_meter(metrics)
         metrics.gauge_fn(
             network, "RequestChannel", "RequestQueueSize", "Data-plane requests queued", lambda: data.size
         )

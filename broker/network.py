@@ -31,7 +31,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.connection_quotas import ConnectionQuotas
+from daemon.connection_quotas import ConnectionQuotas
 from daemon.frames import StreamEnded, TruncatedFrame, read_frame
 from protocol import (
     FrameTooLarge,

@@ -26,7 +26,6 @@ from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
 from broker.config_apis import ConfigApis
-from broker.connection_quotas import ConnectionQuotas
 from broker.controller_guard import ControllerEpochGuard, ZkController
 from broker.fetch import FetchApi
 from broker.forwarded_admin import ForwardedAdminApis
@@ -48,6 +47,7 @@ from broker.replica_manager import ReplicaManager
 from broker.topic_configs import TopicConfigStore, log_config_for
 from daemon.config import advertised
 from daemon.connection import KafkaConnection
+from daemon.connection_quotas import ConnectionQuotas
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.supervision import start_supervised

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 
 from controller.request_batch import EpochProtocol
 from daemon.config import (
+    CONNECTIONS_MAX_IDLE_MS,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_IP,
     METRICS_PORT,
     RESERVED_BROKER_MAX_ID,
     ZOOKEEPER_CONNECT,
@@ -73,6 +76,9 @@ KEYS = (
         check=at_least(0),
     ),
     RESERVED_BROKER_MAX_ID,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_IP,
+    CONNECTIONS_MAX_IDLE_MS,
     ZOOKEEPER_CONNECT,
     ZOOKEEPER_SESSION_TIMEOUT_MS,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS,
@@ -179,6 +185,9 @@ class ControllerConfig:
     unclean_leader_election_enable: bool
     delete_topic_enable: bool
     socket_timeout_s: float
+    max_connections: int
+    max_connections_per_ip: int
+    connections_max_idle_ms: int
     zookeeper_session_timeout_ms: int
     zookeeper_connection_timeout_s: float
     metrics_port: int | None
@@ -220,6 +229,9 @@ def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
         unclean_leader_election_enable=loaded["unclean.leader.election.enable"],
         delete_topic_enable=loaded["delete.topic.enable"],
         socket_timeout_s=loaded["controller.socket.timeout.ms"] / 1000.0,
+        max_connections=loaded["max.connections"],
+        max_connections_per_ip=loaded["max.connections.per.ip"],
+        connections_max_idle_ms=loaded["connections.max.idle.ms"],
         zookeeper_session_timeout_ms=session_ms,
         zookeeper_connection_timeout_s=connection_ms / 1000.0,
         metrics_port=loaded["metrics.port"],

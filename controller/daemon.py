@@ -15,6 +15,7 @@ from controller.config import ControllerConfig
 from controller.controller import Controller
 from controller.metrics import ControllerMetrics
 from daemon.config import advertised
+from daemon.connection_quotas import ConnectionQuotas, connections_closed_meter
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.server import RequestServer
@@ -38,7 +39,25 @@ class ControllerDaemon:
             config, event_log=self.event_log, metrics=self.metrics, timings=self.controller_metrics
         )
         self.controller_metrics.bind(self.controller)
-        self.rpc = RequestServer(self._handle, name="controller-rpc", api_keys=RPC_APIS)
+        closed = connections_closed_meter(self.metrics)
+
+        def count(listener: str, reason: str) -> None:
+            closed.labels(listener=listener, reason=reason).inc()
+
+        quotas = ConnectionQuotas(
+            max_connections=config.max_connections,
+            max_per_ip=config.max_connections_per_ip,
+            exempt_listeners=(),
+            on_refused=count,
+        )
+        self.rpc = RequestServer(
+            self._handle,
+            name="controller-rpc",
+            api_keys=RPC_APIS,
+            quotas=quotas,
+            idle_s=config.connections_max_idle_ms / 1000,
+            on_closed=count,
+        )
         self.metrics_port: int | None = None
         self.name = f"controller {config.controller_id}"
 

@@ -228,6 +228,24 @@ RESERVED_BROKER_MAX_ID = ConfigKey(
     doc="the highest broker id (Kafka's rule); controller ids must be above it, so that no controller "
     "and broker ever share an id",
 )
+MAX_CONNECTIONS = ConfigKey(
+    "max.connections",
+    "int",
+    2147483647,
+    check=at_least(0),
+    doc="connections the listeners accept together (a broker's control-plane listener does not count); "
+    "more are closed at once",
+)
+MAX_CONNECTIONS_PER_IP = ConfigKey(
+    "max.connections.per.ip", "int", 2147483647, check=at_least(0), doc="connections one address may hold"
+)
+CONNECTIONS_MAX_IDLE_MS = ConfigKey(
+    "connections.max.idle.ms",
+    "long",
+    600000,
+    check=at_least(1),
+    doc="a connection that sends no request (or not the rest of one) for this long is closed",
+)
 METRICS_PORT = ConfigKey(
     "metrics.port",
     "int",

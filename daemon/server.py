@@ -22,6 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.connection_quotas import ConnectionQuotas
 from daemon.frames import StreamEnded, read_frame
 from protocol import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -84,6 +85,9 @@ class RequestServer:
         name: str,
         api_keys: Collection[int],
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        quotas: ConnectionQuotas | None = None,
+        idle_s: float | None = None,
+        on_closed: Callable[[str, str], None] | None = None,
     ) -> None:
         unknown = sorted(int(key) for key in api_keys if key not in SUPPORTED_VERSIONS)
         if unknown:
@@ -92,6 +96,12 @@ class RequestServer:
         self.name = name
         self.api_keys = frozenset(int(key) for key in api_keys)
         self.max_frame_size = max_frame_size
+        self.quotas = quotas
+        self.idle_s = idle_s
+        """``connections.max.idle.ms``: a connection that sends no request (or not all of one) for
+        this long is closed."""
+        self.on_closed = on_closed
+        """Called with (server name, reason) when an idle connection is closed."""
         self._server: asyncio.Server | None = None
         self._port: int | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -140,19 +150,19 @@ class RequestServer:
         if self._closing:
             writer.close()
             return
+        ip = peer.rsplit(":", 1)[0]
+        refused = self.quotas.admit(self.name, ip) if self.quotas is not None else None
+        if refused is not None:
+            log.warning("%s: closing connection from %s: %s", self.name, peer, refused)
+            writer.close()
+            return
         self._connections.add(task)
         sock = writer.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            while True:
-                try:
-                    frame = await read_frame(reader, self.max_frame_size)
-                except StreamEnded:
-                    return
-                except FrameTooLarge as exc:
-                    raise _CloseConnection(str(exc)) from None
+            while (frame := await self._next_frame(reader)) is not None:
                 response = await self._answer(frame, peer)
                 writer.write(response)
                 await writer.drain()
@@ -164,9 +174,28 @@ class RequestServer:
             pass  # closing the server: ending quietly keeps asyncio from logging the cancelled task
         finally:
             self._connections.discard(task)
+            if self.quotas is not None:
+                self.quotas.release(self.name, ip)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _next_frame(self, reader: asyncio.StreamReader) -> bytes | None:
+        """The next request frame; None at a clean end; _CloseConnection when it is too large or does
+        not come within ``connections.max.idle.ms``."""
+        try:
+            async with asyncio.timeout(self.idle_s):
+                return await read_frame(reader, self.max_frame_size)
+        except TimeoutError:
+            if self.on_closed is not None:
+                self.on_closed(self.name, "idle")
+            raise _CloseConnection(
+                f"idle for more than {self.idle_s:g} s (connections.max.idle.ms)"
+            ) from None
+        except StreamEnded:
+            return None
+        except FrameTooLarge as exc:
+            raise _CloseConnection(str(exc)) from None
 
     async def _answer(self, frame: bytes, peer: str) -> bytes:
         """The response frame to one request frame; raises _CloseConnection where Kafka would close."""

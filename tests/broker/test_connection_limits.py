@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from broker.connection_quotas import ConnectionQuotas
+from daemon.connection_quotas import ConnectionQuotas
 from protocol import ApiKey
 from tests.support.cluster import Cluster
 from tests.support.metrics import scrape
@@ -37,7 +37,7 @@ def test_per_ip_and_broker_wide_limits_with_cluster_listeners_exempt() -> None:
 
 
 async def closed_by_broker(reader: asyncio.StreamReader, within: float = 15.0) -> bool:
-    """Whether the broker closed the connection (EOF) within ``within`` seconds."""
+    """Whether the daemon closed the connection (EOF) within ``within`` seconds."""
     try:
         return await asyncio.wait_for(reader.read(1), within) == b""
     except (ConnectionError, TimeoutError):
@@ -75,3 +75,18 @@ async def test_a_client_over_max_connections_and_idle_or_stalled_ones_are_closed
     answer = await broker.request("PLAINTEXT", ApiKey.API_VERSIONS, 0, {})
     assert answer["error_code"] == 0
     await cluster.topic("still", {0: (1,)})
+
+
+@pytest.mark.zookeeper
+async def test_the_controller_rpc_listener_closes_idle_connections_too(cluster: Cluster) -> None:
+    controller = cluster.start_controller(1001, connections_max_idle_ms=1000, metrics_port=0)
+    started = await controller.wait_kind("controller_started")
+    reader, writer = await asyncio.open_connection(*controller.rpc_address())
+    assert await closed_by_broker(reader)
+    writer.close()
+
+    async def counted() -> bool:
+        samples = await asyncio.get_running_loop().run_in_executor(None, scrape, started["metrics_port"])
+        return samples.get(f'{CLOSED}{{listener="controller-rpc",reason="idle"}}', 0) >= 1
+
+    await wait_until(counted, what="the idle closing counted", timeout=10)

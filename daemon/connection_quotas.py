@@ -1,4 +1,5 @@
-"""Connection limits: ``max.connections`` (every listener but the control plane's, together),
+"""Connection limits, for the brokers' listeners and the controller's RPC listener:
+``max.connections`` (every listener but a broker's control plane, together),
 ``max.connections.per.ip`` (every listener), and what closes an idle or stalled connection
 (``connections.max.idle.ms``, enforced by the listener).
 
@@ -11,11 +12,24 @@ counted by listener and reason. Used on the event loop only.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Callable, Collection
 
-log = logging.getLogger("broker.network")
+from prometheus_client import Counter as Meter
+
+from daemon.metrics import Metrics
+
+
+def connections_closed_meter(metrics: Metrics) -> Meter:
+    """``kafka_network_socketserver_connectionsclosed_total{listener,reason}`` (not a Kafka MBean)."""
+    return metrics.meter(
+        "kafka.network",
+        "SocketServer",
+        "ConnectionsClosed",
+        "Connections closed by this daemon: over max.connections or max.connections.per.ip (reason quota), "
+        "or idle past connections.max.idle.ms (reason idle)",
+        labels=("listener", "reason"),
+    )
 
 
 class ConnectionQuotas:
