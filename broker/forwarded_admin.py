@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any
 
-from broker.metadata_cache import MetadataCache
+from broker.metadata_cache import MetadataCache, Snapshot
 from broker.network import Request
 from broker.on_loop import answer_on_loop
 from daemon.connection import KafkaConnection
@@ -75,7 +75,7 @@ class ForwardedAdminApis:
 
     async def _elect(self, body: Body) -> Body:
         started = time.monotonic()
-        epochs = self._leader_epochs()
+        before = self.cache.snapshot  # copy-on-write: this one stays as it is
         response = await self._forward(ApiKey.ELECT_LEADERS, ELECT_LEADERS_VERSION, body, body["timeout_ms"])
         elected = [
             TopicPartition(result["topic"], p["partition_id"])
@@ -85,8 +85,8 @@ class ForwardedAdminApis:
         ]
         deadline = started + max(body["timeout_ms"], 0) / 1000.0
         while elected and time.monotonic() < deadline:
-            now = self._leader_epochs()
-            elected = [tp for tp in elected if now.get(tp, -1) <= epochs.get(tp, -1)]
+            now = self.cache.snapshot
+            elected = [tp for tp in elected if _leader_epoch(now, tp) <= _leader_epoch(before, tp)]
             if elected:
                 await asyncio.sleep(POLL_S)
         # what is still not shown has been elected all the same: Kafka's answer on a timeout
@@ -96,13 +96,6 @@ class ForwardedAdminApis:
                     p["error_code"] = ErrorCode.REQUEST_TIMED_OUT
                     p["error_message"] = "elected; the new leader is not in this broker's metadata yet"
         return response
-
-    def _leader_epochs(self) -> dict[TopicPartition, int]:
-        return {
-            TopicPartition(topic, p): state.leader_epoch
-            for topic, partitions in self.cache.snapshot.topics.items()
-            for p, state in partitions.items()
-        }
 
     # ------------------------------------------------------------------ relaying
 
@@ -143,3 +136,8 @@ class ForwardedAdminApis:
 
 def _not_controller(response: Body) -> bool:
     return response.get("error_code") == ErrorCode.NOT_CONTROLLER
+
+
+def _leader_epoch(snapshot: Snapshot, tp: TopicPartition) -> int:
+    state = snapshot.partition(tp)
+    return -1 if state is None else state.leader_epoch

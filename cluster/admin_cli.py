@@ -542,11 +542,11 @@ def _elect_through_brokers(args: argparse.Namespace) -> int:
     elected = sorted(tp for tp, e in outcomes.items() if e is None)
     needless = sorted(tp for tp, e in outcomes.items() if e == "ELECTION_NOT_NEEDED")
     failed = {tp: e for tp, e in sorted(outcomes.items()) if e not in (None, "ELECTION_NOT_NEEDED")}
-    kind = args.election_type.lower()
+    kind = args.election_type
     if args.json:
         print_json(
             {
-                "type": kind,
+                "type": kind.lower(),
                 "elected": [{"topic": t, "partition": p} for t, p in elected],
                 "not_needed": [{"topic": t, "partition": p} for t, p in needless],
                 "failed": [{"topic": t, "partition": p, "error": e} for (t, p), e in failed.items()],
@@ -558,12 +558,11 @@ def _elect_through_brokers(args: argparse.Namespace) -> int:
             return ", ".join(f"{t}-{p}" for t, p in tps)
 
         if elected:
-            kind = args.election_type
             print(f"Successfully completed leader election ({kind}) for partitions {names(elected)}")
         if needless:
             print(f"Valid replica already elected for partitions {names(needless)}")
         for (t, p), error in failed.items():
-            print(f"Error completing leader election ({args.election_type}) for partition {t}-{p}: {error}")
+            print(f"Error completing leader election ({kind}) for partition {t}-{p}: {error}")
     return 1 if failed else 0
 
 

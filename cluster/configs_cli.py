@@ -15,8 +15,9 @@ from typing import Any
 
 from broker.admin_apis import AdminFailure, check_configs
 from cluster import admin_cli, kafka_flags
-from zkstore import admin
+from zkstore import admin, znodes
 from zkstore.admin import AdminError
+from zkstore.aio import AsyncZooKeeper
 
 ENTITY_TYPES = {"topics": "TOPIC", "brokers": "BROKER"}
 DYNAMIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG"}
@@ -115,8 +116,10 @@ def run_configs(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _alter_in_zookeeper(zk: Any, topic: str, added: dict[str, str], deleted: list[str]) -> None:
-    if not await zk.exists(f"/brokers/topics/{topic}"):
+async def _alter_in_zookeeper(
+    zk: AsyncZooKeeper, topic: str, added: dict[str, str], deleted: list[str]
+) -> None:
+    if not await zk.exists(znodes.topic_path(topic)):
         raise AdminError(f"Topic '{topic}' does not exist.")
     try:
         check_configs(dict(added))

@@ -74,7 +74,7 @@ def run_groups(args: argparse.Namespace) -> int:
         return admin_cli.usage_error("--group is required")
     if args.delete:
         client = kafka_flags.admin_client(servers)  # held until the answer, or its requests are cancelled
-        _done(client.delete_consumer_groups([args.group])[args.group])
+        kafka_flags.result(client.delete_consumer_groups([args.group])[args.group])
         print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
         return 0
     if args.describe:
@@ -96,19 +96,15 @@ def run_groups(args: argparse.Namespace) -> int:
     return _reset(args, servers)
 
 
-def _done(future: Any) -> Any:
-    from confluent_kafka import KafkaException
-
-    try:
-        return future.result(TIMEOUT_S)
-    except KafkaException as exc:
-        error = exc.args[0]
-        raise kafka_flags.AdminApiError(f"{error.name()}: {error.str()}") from None
+def _state(description: Any) -> str:
+    """A group description's state by Kafka's name (e.g. ``STABLE``, ``EMPTY``)."""
+    state = description.state
+    return str(state.name) if hasattr(state, "name") else str(state)
 
 
 def list_groups(servers: str) -> list[str]:
     client = kafka_flags.admin_client(servers)
-    listed = _done(client.list_consumer_groups())
+    listed = kafka_flags.result(client.list_consumer_groups())
     return sorted(g.group_id for g in listed.valid)
 
 
@@ -136,14 +132,16 @@ def _committed(servers: str, group: str) -> dict[tuple[str, int], int]:
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     client = kafka_flags.admin_client(servers)
-    found = _done(client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group])
+    found = kafka_flags.result(
+        client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+    )
     return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions if tp.offset != NO_OFFSET}
 
 
 def describe_group(servers: str, group: str) -> tuple[str, list[PartitionLag]]:
     """The group's state and, per partition it has committed or been assigned, offsets and lag."""
     client = kafka_flags.admin_client(servers)
-    description = _done(client.describe_consumer_groups([group])[group])
+    description = kafka_flags.result(client.describe_consumer_groups([group])[group])
     owners: dict[tuple[str, int], Any] = {}
     for member in description.members:
         for tp in member.assignment.topic_partitions if member.assignment else []:
@@ -169,8 +167,7 @@ def describe_group(servers: str, group: str) -> tuple[str, list[PartitionLag]]:
                 owner.client_id if owner else None,
             )
         )
-    state = description.state.name if hasattr(description.state, "name") else str(description.state)
-    return state, rows
+    return _state(description), rows
 
 
 def _reset(args: argparse.Namespace, servers: str) -> int:
@@ -179,12 +176,11 @@ def _reset(args: argparse.Namespace, servers: str) -> int:
     if not (args.topic or args.all_topics):
         return admin_cli.usage_error("--reset-offsets needs --topic or --all-topics")
     client = kafka_flags.admin_client(servers)
-    description = _done(client.describe_consumer_groups([args.group])[args.group])
-    state = description.state.name if hasattr(description.state, "name") else str(description.state)
+    description = kafka_flags.result(client.describe_consumer_groups([args.group])[args.group])
     if args.execute and description.members:
         raise AdminError(
             f"Assignments can only be reset if the group '{args.group}' is inactive, "
-            f"but the current state is {state}."
+            f"but the current state is {_state(description)}."
         )
     if args.all_topics:
         partitions = sorted(_committed(servers, args.group))
@@ -206,7 +202,7 @@ def _reset(args: argparse.Namespace, servers: str) -> int:
         request = ConsumerGroupTopicPartitions(
             args.group, [TopicPartition(t, p, o) for (t, p), o in targets.items()]
         )
-        _done(client.alter_consumer_group_offsets([request])[args.group])
+        kafka_flags.result(client.alter_consumer_group_offsets([request])[args.group])
     rows = [(args.group, t, p, o) for (t, p), o in sorted(targets.items())]
     if args.json:
         admin_cli.print_json(

@@ -47,7 +47,8 @@ def admin_client(servers: str) -> Any:
     return AdminClient({"bootstrap.servers": servers})
 
 
-def _result(future: Any) -> Any:
+def result(future: Any) -> Any:
+    """An AdminClient future's outcome; a Kafka error becomes an AdminApiError naming it."""
     from confluent_kafka import KafkaException
 
     try:
@@ -73,19 +74,19 @@ def create(
     else:
         new = NewTopic(topic, partitions or -1, replication_factor or -1, config=configs)
     client = admin_client(servers)  # held until the answer: a collected client cancels its requests
-    _result(client.create_topics([new], operation_timeout=TIMEOUT_S)[topic])
+    result(client.create_topics([new], operation_timeout=TIMEOUT_S)[topic])
 
 
 def delete(servers: str, topic: str) -> None:
     client = admin_client(servers)
-    _result(client.delete_topics([topic], operation_timeout=TIMEOUT_S)[topic])
+    result(client.delete_topics([topic], operation_timeout=TIMEOUT_S)[topic])
 
 
 def alter(servers: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import NewPartitions
 
     client = admin_client(servers)
-    _result(client.create_partitions([NewPartitions(topic, partitions)], operation_timeout=TIMEOUT_S)[topic])
+    result(client.create_partitions([NewPartitions(topic, partitions)], operation_timeout=TIMEOUT_S)[topic])
 
 
 def describe(servers: str, topic: str | None) -> list[tuple[str, int, int, list[int], list[int]]]:
@@ -131,7 +132,7 @@ def describe_configs(servers: str, kind: str, name: str) -> list[ConfigValue]:
     (future,) = client.describe_configs([_resource(kind, name)]).values()
     return sorted(
         ConfigValue(e.name, e.value, ConfigSource(e.source).name, e.is_read_only, e.is_sensitive)
-        for e in _result(future).values()
+        for e in result(future).values()
     )
 
 
@@ -145,7 +146,7 @@ def alter_configs(servers: str, kind: str, name: str, added: dict[str, str], del
     (future,) = client.incremental_alter_configs(
         [_resource(kind, name, incremental_configs=entries)]
     ).values()
-    _result(future)
+    result(future)
 
 
 # -- leader elections
@@ -160,7 +161,7 @@ def elect_leaders(
     kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
     asked = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
     client = admin_client(servers)
-    done = _result(client.elect_leaders(kind, asked))  # its timeout keywords fail in confluent-kafka 2.16
+    done = result(client.elect_leaders(kind, asked))  # its timeout keywords fail in confluent-kafka 2.16
     return {(tp.topic, tp.partition): error_name(e) for tp, e in done.items()}
 
 

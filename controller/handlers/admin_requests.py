@@ -166,8 +166,7 @@ class AdminRequests:
 
     async def _reassign(self, tp: TopicPartition, target: tuple[int, ...]) -> Outcome:
         ctx = self.context
-        missing = self._missing(tp)
-        if missing is not None:
+        if self._missing(tp) is not None:  # a topic being deleted too, as Kafka answers reassignments
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
         reason = invalid_target(target)
         if reason is not None:
@@ -190,8 +189,7 @@ class AdminRequests:
         return ErrorCode.NONE, None
 
     async def _cancel(self, tp: TopicPartition) -> Outcome:
-        missing = self._missing(tp)
-        if missing is not None:
+        if self._missing(tp) is not None:  # a topic being deleted too, as Kafka answers reassignments
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
         current = self.context.reassignments.get(tp)
         if current is None:
