@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kazoo.exceptions import KazooException
 
 from cluster import kafka_flags, launcher
+from daemon.config import ConfigError
+from daemon.zookeeper_config import load_zk_security
 from zkstore import admin, znodes
 from zkstore.admin import AdminError
 from zkstore.aio import AsyncZooKeeper
@@ -58,13 +60,20 @@ Run = Callable[[argparse.Namespace], int]
 
 
 def common_options() -> argparse.ArgumentParser:
-    """--zookeeper, --dir and --json, which every admin command takes."""
+    """--zookeeper, --zk-config, --dir and --json, which every admin command takes."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--zookeeper",
         metavar="HOST:PORT[/CHROOT]",
         help=f"ZooKeeper connect string (default: --dir's, else ${ZOOKEEPER_ENV}, else the cluster in "
         f"{launcher.DEFAULT_DIR} if one was started there, else {DEFAULT_ZOOKEEPER})",
+    )
+    common.add_argument(
+        "--zk-config",
+        type=Path,
+        metavar="FILE",
+        help="properties file with the zookeeper.* security keys (zookeeper.auth.digest, "
+        "zookeeper.ssl.*), for a ZooKeeper with ACLs or TLS (Kafka tools' --zk-tls-config-file)",
     )
     common.add_argument("--dir", type=Path, help="a local cluster's directory: read DIR/cluster.json")
     common.add_argument("--json", action="store_true", help="machine-readable output")
@@ -202,7 +211,7 @@ def guarded(run: Run) -> Run:
         _quiet_logging()
         try:
             return run(args)
-        except (AdminError, launcher.ClusterError, kafka_flags.AdminApiError) as exc:
+        except (AdminError, ConfigError, launcher.ClusterError, kafka_flags.AdminApiError) as exc:
             return _fail(str(exc))
         except KazooException as exc:
             return _fail(f"ZooKeeper: {type(exc).__name__} {exc}".rstrip())
@@ -253,8 +262,11 @@ def _zookeeper(args: argparse.Namespace) -> str:
 
 
 def with_zookeeper(args: argparse.Namespace, work: Callable[[AsyncZooKeeper], Awaitable[_T]]) -> _T:
+    zk_config = getattr(args, "zk_config", None)
+    security = load_zk_security(zk_config) if zk_config is not None else None
+
     async def session() -> _T:
-        async with admin.connect(_zookeeper(args)) as zk:
+        async with admin.connect(_zookeeper(args), security=security) as zk:
             return await work(zk)
 
     return asyncio.run(session())

@@ -22,6 +22,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many
+from zkstore.security import ZkSecurity
 from zkstore.znodes import ReplicaMap, TopicPartition
 
 __all__ = [
@@ -83,9 +84,14 @@ class AlreadyMarkedForDeletion(AdminError):
 
 
 @asynccontextmanager
-async def connect(hosts: str, *, timeout_s: float = 10.0) -> AsyncIterator[AsyncZooKeeper]:
-    """One short ZooKeeper session for one command; an unreachable server becomes an AdminError."""
-    zk = AsyncZooKeeper(hosts, connect_timeout_s=timeout_s)
+async def connect(
+    hosts: str, *, timeout_s: float = 10.0, security: ZkSecurity | None = None
+) -> AsyncIterator[AsyncZooKeeper]:
+    """One short ZooKeeper session for one command; an unreachable server becomes an AdminError.
+
+    ``security`` authenticates the session (and ACLs what it creates) on a cluster that runs with
+    ``zookeeper.set.acl``, whose znodes only their creator may change."""
+    zk = AsyncZooKeeper(hosts, connect_timeout_s=timeout_s, security=security)
     try:
         await zk.start()
     except KazooTimeoutError:

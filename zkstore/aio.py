@@ -9,22 +9,29 @@ again. Every operation here does, once connected again, as Kafka's ZooKeeper cli
 (``retryRequestsUntilConnected``); a session expiry still fails it (SessionExpiredError). A write
 whose reply was lost may therefore have been applied already: its retry then fails with NodeExists,
 NoNode or BadVersion, and callers that write tell their own earlier write from someone else's.
+
+Given a :class:`~zkstore.security.ZkSecurity`, the session authenticates and every znode created
+through this class (single creates, missing parents, creates inside a multi-op) carries the ACL the
+policy gives its own path; kazoo alone would give a path's missing parents the leaf's ACL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
+from kazoo.security import ACL
 
 from zkstore.ops import Check, Create, Delete, Op, SetData
+from zkstore.security import ZkSecurity, kazoo_arguments
 
 __all__ = ["AsyncZooKeeper", "ConnectionEvent"]
 
@@ -68,13 +75,16 @@ class AsyncZooKeeper:
         session_timeout_ms: int = 18_000,
         connect_timeout_s: float = 15.0,
         client: KazooClient | None = None,
+        security: ZkSecurity | None = None,
     ) -> None:
         self.hosts = hosts
         self.connect_timeout_s = connect_timeout_s
+        self.security = security
         self.client = client or KazooClient(
             hosts=hosts,
             timeout=session_timeout_ms / 1000.0,
             connection_retry={"max_tries": -1, "max_delay": RECONNECT_MAX_DELAY_S},
+            **kazoo_arguments(security),
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners: list[Callable[[ConnectionEvent], None]] = []
@@ -206,6 +216,10 @@ class AsyncZooKeeper:
         w = watch and self.watcher(watch)
         return await self._retrying(lambda: self.client.exists_async(path, watch=w), f"exists {path}")
 
+    def acls_for(self, path: str) -> list[ACL] | None:
+        """The ACL a znode created at ``path`` gets (None: ZooKeeper's open default)."""
+        return self.security.acls_for(path) if self.security is not None else None
+
     async def create(
         self,
         path: str,
@@ -215,13 +229,22 @@ class AsyncZooKeeper:
         sequence: bool = False,
         makepath: bool = False,
     ) -> str:
-        created: str = await self._retrying(
-            lambda: self.client.create_async(
-                path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath
-            ),
-            f"create {path}",
-        )
-        return created
+        """Create ``path`` (and, with ``makepath``, its missing ancestors), each with its own ACL."""
+        acl = self.acls_for(path)
+        while True:
+            try:
+                created: str = await self._retrying(
+                    lambda: self.client.create_async(
+                        path, data, acl=acl, ephemeral=ephemeral, sequence=sequence
+                    ),
+                    f"create {path}",
+                )
+                return created
+            except NoNodeError:
+                parent = path.rstrip("/").rpartition("/")[0]
+                if not makepath or not parent:
+                    raise
+                await self.ensure_path(parent)  # then again: the parent may vanish meanwhile
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         return await self._retrying(lambda: self.client.set_async(path, data, version), f"set {path}")
@@ -236,7 +259,11 @@ class AsyncZooKeeper:
         await self._retrying(lambda: self.client.sync_async(path), f"sync {path}")
 
     async def ensure_path(self, path: str) -> None:
-        await self._retrying(lambda: self.client.ensure_path_async(path), f"ensure_path {path}")
+        """Create ``path`` and its missing ancestors, empty; a znode that exists already is fine."""
+        if not path.strip("/") or await self.exists(path) is not None:
+            return
+        with contextlib.suppress(NodeExistsError):  # created meanwhile by someone else
+            await self.create(path, makepath=True)
 
     async def multi(self, ops: Sequence[Op]) -> list[Any]:
         """Commit ``ops`` atomically; the result list holds, per op, its result or an exception object.
@@ -250,7 +277,10 @@ class AsyncZooKeeper:
             for op in ops:
                 match op:
                     case Create(path, data, ephemeral, sequence):
-                        txn.create(path, data, ephemeral=ephemeral, sequence=sequence)
+                        # An explicit ACL: with none, kazoo gives every create the default ACL.
+                        txn.create(
+                            path, data, acl=self.acls_for(path), ephemeral=ephemeral, sequence=sequence
+                        )
                     case SetData(path, data, version):
                         txn.set_data(path, data, version=version)
                     case Delete(path, version):

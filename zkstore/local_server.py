@@ -11,6 +11,10 @@ binary, writes a config, starts the JVM and waits until it actually serves.
 
 Where the jars come from, in order: ``$ZOOKEEPER_HOME`` (a binary tarball layout),
 Debian's ``zookeeper`` package, then the jars bundled inside an installed ``pyspark``.
+
+A standalone server can also serve TLS (:class:`ServerTls`) on a second port. That needs ZooKeeper's
+Netty connection factory, so netty-handler (and, optionally, netty-tcnative) must be on the classpath:
+pyspark's jars directory and ZooKeeper's binary tarball carry them.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = [
     "DEFAULT_JVM_OPTS",
     "JavaNotFound",
     "LocalServerError",
+    "ServerTls",
     "ZooKeeperClasspath",
     "ZooKeeperEnsemble",
     "ZooKeeperNotFound",
@@ -54,6 +59,8 @@ log = logging.getLogger("zkstore.local_server")
 LOOPBACK = "127.0.0.1"
 CLIENT_PORT, QUORUM_PORT, ELECTION_PORT = 2181, 2888, 3888
 """ZooKeeper's usual ports, for a server on an address of its own (a network namespace)."""
+SECURE_CLIENT_PORT = 2182
+"""The usual TLS client port."""
 
 #: Debian's ``libzookeeper-java`` jar. Its manifest ``Class-Path`` already names the
 #: jars it needs (netty, slf4j-api, jute, ...), so the jar alone is a usable classpath.
@@ -235,6 +242,52 @@ def server_mode(host: str, port: int, timeout: float = 2.0) -> str | None:
 
 
 # --------------------------------------------------------------------------- config files
+
+NETTY_CONNECTION_FACTORY = "org.apache.zookeeper.server.NettyServerCnxnFactory"
+"""The only connection factory that speaks TLS (it then serves the plaintext port as well)."""
+CLIENT_AUTH_MODES = ("need", "want", "none")
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """TLS for a server's secure client port, from PEM files as ``security.certs`` writes them.
+
+    ``keystore`` holds the server's private key and certificate chain, ``truststore`` the CA that
+    client certificates must chain to; ``client_auth`` is ZooKeeper's ``ssl.clientAuth``: ``need`` (a
+    client certificate is required, and its subject becomes the session's ``x509`` identity),
+    ``want`` or ``none``. ``protocols`` are the TLS versions served: ZooKeeper 3.9 alone would
+    serve only its default, TLSv1.3, and refuse clients with Kafka's default, TLSv1.2.
+    """
+
+    keystore: Path
+    truststore: Path
+    client_auth: str = "need"
+    key_password: str | None = None
+    protocols: tuple[str, ...] = ("TLSv1.3", "TLSv1.2")
+
+    def __post_init__(self) -> None:
+        if self.client_auth not in CLIENT_AUTH_MODES:
+            raise ValueError(
+                f"client_auth must be one of {', '.join(CLIENT_AUTH_MODES)}, not {self.client_auth!r}"
+            )
+
+    def settings(self, secure_port: int, host: str) -> dict[str, str]:
+        """The zoo.cfg lines (ZooKeeper turns the ``ssl.*`` ones into ``zookeeper.ssl.*`` properties)."""
+        settings = {
+            "secureClientPort": str(secure_port),
+            "secureClientPortAddress": host,
+            "serverCnxnFactory": NETTY_CONNECTION_FACTORY,
+            "ssl.keyStore.location": str(self.keystore),
+            "ssl.keyStore.type": "PEM",
+            "ssl.trustStore.location": str(self.truststore),
+            "ssl.trustStore.type": "PEM",
+            "ssl.clientAuth": self.client_auth,
+            "ssl.enabledProtocols": ",".join(self.protocols),
+        }
+        if self.key_password is not None:
+            settings["ssl.keyStore.password"] = self.key_password
+        return settings
+
 
 # Minimal console-logging configs for each backend ZooKeeper may be packaged with
 # (log4j2 in pyspark, logback in 3.8+ tarballs, log4j 1.2 on Debian). Without one,
@@ -547,14 +600,30 @@ class ZooKeeperServer:
         start_timeout: float = START_TIMEOUT_S,
         host: str = LOOPBACK,
         command_prefix: Sequence[str] = (),
+        tls: ServerTls | None = None,
+        secure_port: int | None = None,
     ) -> None:
         """``host`` and ``command_prefix`` place the server elsewhere than loopback, e.g. on its own
-        address in a network namespace (``ip netns exec NS``); its port there is 2181 unless given."""
+        address in a network namespace (``ip netns exec NS``); its port there is 2181 unless given.
+
+        With ``tls``, the server also serves TLS on ``secure_port`` (a free one unless given; 2182
+        off loopback); the plaintext port stays, for the four-letter-word health checks."""
         classpath = resolve_classpath()
         java = find_java()
         directory = _make_data_dir(data_dir, "zkstore-zookeeper-")
-        client_port = port if port is not None else find_free_port() if host == LOOPBACK else CLIENT_PORT
-        settings = _base_config(directory, client_port, host) | dict(extra_config or {})
+        if host == LOOPBACK:
+            free = iter(_free_ports(2))
+            client_port = port if port is not None else next(free)
+            secure = secure_port if secure_port is not None else next(free)
+        else:
+            client_port = port if port is not None else CLIENT_PORT
+            secure = secure_port if secure_port is not None else SECURE_CLIENT_PORT
+        self.secure_port: int | None = secure if tls is not None else None
+        """The TLS client port, or None without ``tls``."""
+        settings = _base_config(directory, client_port, host)
+        if tls is not None:
+            settings |= tls.settings(secure, host)
+        settings |= dict(extra_config or {})
         self.start_timeout = start_timeout
         self.process = ZooKeeperProcess(
             data_dir=directory,
@@ -580,6 +649,13 @@ class ZooKeeperServer:
     def connect_string(self) -> str:
         """``"127.0.0.1:PORT"``, for kazoo's ``hosts``."""
         return self.process.connect_string
+
+    @property
+    def secure_connect_string(self) -> str:
+        """``"127.0.0.1:SECURE_PORT"``: the TLS port, for a client with ``use_ssl``."""
+        if self.secure_port is None:
+            raise LocalServerError(f"{self!r} serves no TLS port (started without tls=ServerTls(...))")
+        return f"{self.host}:{self.secure_port}"
 
     @property
     def pid(self) -> int | None:
