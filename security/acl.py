@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 __all__ = [
     "CLUSTER_NAME",
+    "CONCRETE_RESOURCE_TYPES",
     "WILDCARD_HOST",
     "WILDCARD_PRINCIPAL",
     "WILDCARD_RESOURCE",
