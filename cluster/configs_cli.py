@@ -1,4 +1,5 @@
-"""``python -m cluster configs``: kafka-configs.sh's describe and alter, for topics and brokers.
+"""``python -m cluster configs``: kafka-configs.sh's describe and alter, for topics and brokers
+(and users' SCRAM credentials, which ``users_cli`` handles).
 
 ``kafka-configs.sh --bootstrap-server B --entity-type topics --entity-name T --alter --add-config
 retention.ms=60000`` works with the command name changed (``--topic T`` and ``--broker N`` are
@@ -14,7 +15,7 @@ import argparse
 from typing import Any
 
 from broker.admin_apis import AdminFailure, check_configs
-from cluster import admin_cli, kafka_flags
+from cluster import admin_cli, kafka_flags, users_cli
 from zkstore import admin, znodes
 from zkstore.admin import AdminError
 from zkstore.aio import AsyncZooKeeper
@@ -32,7 +33,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     configs.add_argument(
         "--bootstrap-server", metavar="HOST:PORT[,...]", help="go through the brokers' Admin API"
     )
-    configs.add_argument("--entity-type", choices=sorted(ENTITY_TYPES))
+    configs.add_argument("--entity-type", choices=sorted([*ENTITY_TYPES, "users"]))
     configs.add_argument("--entity-name")
     configs.add_argument("--topic", help="shorthand for --entity-type topics --entity-name TOPIC")
     configs.add_argument("--broker", help="shorthand for --entity-type brokers --entity-name ID")
@@ -77,6 +78,8 @@ def _entity(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def run_configs(args: argparse.Namespace) -> int:
+    if args.entity_type == "users" and args.topic is None and args.broker is None:
+        return users_cli.run_users(args)  # SCRAM credentials, in ZooKeeper
     kind, name = _entity(args)
     added = split_configs(args.add_config) if args.add_config else {}
     deleted = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]

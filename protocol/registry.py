@@ -45,6 +45,8 @@ from protocol.messages import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     update_metadata,
@@ -86,6 +88,8 @@ APIS: dict[int, ApiSpec] = {
         elect_leaders.SPEC,
         alter_partition_reassignments.SPEC,
         list_partition_reassignments.SPEC,
+        sasl_handshake.SPEC,
+        sasl_authenticate.SPEC,
     )
 }
 

@@ -615,7 +615,13 @@ async def change_topic_configs(zk: AsyncZooKeeper, topic: str, configs: Mapping[
         await zk.set(topic_config_path(topic), data)
     except NoNodeError:
         await zk.create(topic_config_path(topic), data, makepath=True)
-    notification = json.dumps({"version": 2, "entity_path": f"topics/{topic}"}).encode()
+    await notify_config_change(zk, f"topics/{topic}")
+
+
+async def notify_config_change(zk: AsyncZooKeeper, entity_path: str) -> None:
+    """Tell every broker an entity's config changed: a sequential ``/config/changes/config_change_``
+    naming it (``topics/T``, ``users/<sanitized user>``); brokers then re-read the entity's znode."""
+    notification = json.dumps({"version": 2, "entity_path": entity_path}).encode()
     await zk.create(f"{CONFIG_CHANGES}/{CONFIG_CHANGE_PREFIX}", notification, sequence=True, makepath=True)
 
 
