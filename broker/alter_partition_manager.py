@@ -18,12 +18,13 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
+from broker.controller_address import ControllerEndpoint
 from daemon.connection import KafkaConnection
 from daemon.supervision import start_supervised
 from protocol import ApiKey, ErrorCode
@@ -59,7 +60,7 @@ class AlterPartitionManager:
         zk: AsyncZooKeeper,
         broker_id: int,
         broker_epoch: Callable[[], int],
-        controller_endpoint: Callable[[], Awaitable[tuple[int, str, int] | None]],
+        controller_endpoint: ControllerEndpoint,
         on_outcome: Callable[[Outcome], None],
         *,
         timeout_s: float = 30.0,
@@ -146,16 +147,11 @@ class AlterPartitionManager:
         found = await self.controller_endpoint()
         if found is None:
             raise _Retry("no active controller")
-        _, host, port = found
+        host, port = found.host, found.port
         if self._connection is not None and (self._connection.closed or self._connected_to != (host, port)):
             await self._disconnect()
         if self._connection is None:
-            self._connection = await KafkaConnection.open(
-                host,
-                port,
-                client_id=f"broker-{self.broker_id}-alter-partition",
-                connect_timeout=self.timeout_s,
-            )
+            self._connection = await found.connect(f"broker-{self.broker_id}-alter-partition", self.timeout_s)
             self._connected_to = (host, port)
         return self._connection
 

@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from broker.authorization import Denial, RequestAuthorizer
 from broker.controller_guard import ControllerEpochGuard
 from broker.metadata_cache import MetadataCache
 from broker.network import Close, Outcome, Request, Result
@@ -31,6 +32,7 @@ from protocol import (
     ApiKey,
     ErrorCode,
     ProtocolError,
+    RequestHeader,
     UnsupportedVersionError,
     encode_response,
     epoch_field,
@@ -108,8 +110,13 @@ class KafkaApis:
         *,
         on_handled: Callable[[Request, int], None] | None = None,
         guard: ControllerEpochGuard | None = None,
+        authorization: RequestAuthorizer | None = None,
+        on_denied: Callable[[Request, Denial], None] | None = None,
     ) -> None:
         self.identity = identity
+        self.authorization = authorization
+        """The ACL checks each request passes before its handler runs (None: no authorizer)."""
+        self.on_denied = on_denied
         self.guard = guard
         """Confirms new controller epochs in ZooKeeper before a control request is believed."""
         self.replica_manager = replica_manager
@@ -120,6 +127,8 @@ class KafkaApis:
             ApiKey.LEADER_AND_ISR: self._leader_and_isr,
             ApiKey.UPDATE_METADATA: self._update_metadata,
             ApiKey.STOP_REPLICA: self._stop_replica,
+            ApiKey.SASL_HANDSHAKE: self._sasl_after_authentication,
+            ApiKey.SASL_AUTHENTICATE: self._sasl_after_authentication,
         }
 
     def register(self, api_key: int, handler: Handler) -> None:
@@ -148,10 +157,13 @@ class KafkaApis:
         if control:
             request.own_epoch = self.identity.epoch
             self._received(request, body)
+        refused, body = self._authorize(request, body)
+        if refused is None and control:
             refused = self._unconfirmed(request, body)
-            if refused is not None:
+        if refused is not None:
+            if control:
                 self._handled(request, body, refused, started)
-                return self._encode(request, refused)
+            return self._encode(request, refused)
         reply = handler(request, body)
         if reply is None or isinstance(reply, Close):
             return reply
@@ -161,7 +173,38 @@ class KafkaApis:
             self._handled(request, body, reply, started)
         return self._encode(request, reply)
 
+    def _authorize(
+        self, request: Request, body: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """(the whole request's refusal or None, the body the handler may run on)."""
+        if self.authorization is None or not self.authorization.enabled:
+            return None, body
+        header = request.header
+        gate = self.authorization.gate(
+            request.principal, request.host, header.api_key, header.api_version, body
+        )
+        for denial in gate.denials:
+            self.events.emit(
+                "authorization_denied",
+                api=api_spec(header.api_key).name,
+                principal=request.principal,
+                host=request.host,
+                listener=request.listener,
+                operation=denial.operation.name,
+                resource_type=denial.resource_type.name,
+                resource=denial.name,
+            )
+            if self.on_denied is not None:
+                self.on_denied(request, denial)
+        if gate.merge is not None or gate.keep is not None:
+            request.finish = gate.finish
+        if gate.refusal is not None and header.api_key in CONTROL_APIS:
+            return control_error(header.api_key, body, gate.refusal["error_code"]), body
+        return gate.refusal, gate.body
+
     def _encode(self, request: Request, response: dict[str, Any]) -> bytes:
+        if request.finish is not None:
+            response = request.finish(response)
         header = request.header
         if self.on_handled is not None:
             self.on_handled(request, response.get("error_code", ErrorCode.NONE))
@@ -181,6 +224,15 @@ class KafkaApis:
         reply.add_done_callback(done)
         return out
 
+    def api_versions_response(self, header: RequestHeader) -> bytes:
+        """ApiVersions' answer, as given to a SASL client before it has authenticated."""
+        body = {
+            "error_code": ErrorCode.NONE,
+            "api_keys": api_versions_entries(self.api_keys),
+            "throttle_time_ms": 0,
+        }
+        return encode_response(header.api_key, header.api_version, header.correlation_id, body)
+
     def unsupported_version_response(self, exc: UnsupportedVersionError) -> bytes:
         """UNSUPPORTED_VERSION in the API's oldest layout; for ApiVersions, with what is supported."""
         version = min(SUPPORTED_VERSIONS[ApiKey(exc.api_key)])
@@ -188,6 +240,14 @@ class KafkaApis:
         if exc.api_key == ApiKey.API_VERSIONS:
             body["api_keys"] = api_versions_entries(self.api_keys)
         return encode_response(exc.api_key, version, exc.correlation_id, body)
+
+    @staticmethod
+    def _sasl_after_authentication(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        """SASL requests reach the handlers only once a connection is past authentication (or on a
+        listener without SASL): ILLEGAL_SASL_STATE, as Kafka answers. Being served here also lists
+        them in ApiVersions, which clients read before they authenticate."""
+        header = request.header
+        return error_response_body(header.api_key, header.api_version, ErrorCode.ILLEGAL_SASL_STATE)
 
     # -- control requests
 

@@ -9,7 +9,7 @@ the listeners and must not be the inter-broker listener.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,22 +31,23 @@ from daemon.config import (
     load_config,
     parse_listeners,
 )
+from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
+from security.authorizer import AUTHORIZER_KEYS, AuthorizerSettings
+from security.config import (
+    LISTENER_SECURITY_PROTOCOL_MAP,
+    SECURITY_KEYS,
+    ClientSecurity,
+    ListenerSecurity,
+    client_security,
+    listener_security,
+    protocol_name,
+    security_protocols,
+)
+from zkstore.security import ZkSecurity
 from zkstore.znodes import Endpoint
 
 CONTROL_PLANE_QUEUE_CAPACITY = 20
 """Hard-coded in Kafka (``new RequestChannel(20, "ControlPlane", ...)``)."""
-
-KNOWN_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
-
-
-def _protocol_map(value: list[str]) -> None:
-    for item in value:
-        name, sep, protocol = item.partition(":")
-        if not sep or not name or protocol.upper() not in KNOWN_PROTOCOLS:
-            raise ValueError(
-                f"{item!r} is not LISTENER:PROTOCOL with a protocol in {sorted(KNOWN_PROTOCOLS)}"
-            )
-
 
 KEYS = (
     ConfigKey(
@@ -67,20 +68,22 @@ KEYS = (
         shown_default="`listeners`",
         doc="what the registration in `/brokers/ids/N` publishes; listeners it omits are published as bound",
     ),
-    ConfigKey(
-        "listener.security.protocol.map",
-        "list",
-        None,
-        check=_protocol_map,
-        shown_default="names = protocols",
-        doc="`LISTENER:PROTOCOL` pairs; needed when a listener is not named after a protocol",
-    ),
+    LISTENER_SECURITY_PROTOCOL_MAP,
     ConfigKey(
         "inter.broker.listener.name",
         "string",
         "PLAINTEXT",
         check=listener_name,
         doc="the listener followers fetch from and LeaderAndIsr's live leaders name",
+    ),
+    ConfigKey(
+        "security.inter.broker.protocol",
+        "string",
+        None,
+        check=protocol_name,
+        shown_default="unset",
+        doc="instead of `inter.broker.listener.name`: the listener named after this protocol (set one of "
+        "the two)",
     ),
     ConfigKey(
         "control.plane.listener.name",
@@ -114,6 +117,9 @@ KEYS = (
     CONNECTIONS_MAX_IDLE_MS,
     ZOOKEEPER_SESSION_TIMEOUT_MS,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS,
+    *SECURITY_KEYS,
+    *ZOOKEEPER_SECURITY_KEYS,
+    *AUTHORIZER_KEYS,
     ConfigKey(
         "controller.epoch.confirmation.enable",
         "bool",
@@ -454,7 +460,17 @@ class BrokerConfig:
     topics: TopicDefaults = field(default_factory=TopicDefaults)
     producer_id_expiration_ms: int = 86400000
     controller_epoch_confirmation: bool = True
+    zk_security: ZkSecurity | None = None
+    """ZooKeeper ACLs, identity and TLS (``zookeeper.set.acl``, ``zookeeper.ssl.*``)."""
+    authorizer: AuthorizerSettings = field(default_factory=AuthorizerSettings)
+    listener_security: Mapping[str, ListenerSecurity] = field(default_factory=dict)
+    """How each listener authenticates its peers; a listener absent here is PLAINTEXT."""
+    client_security: Callable[[str], ClientSecurity] | None = None
+    """How this broker dials a listener of the given security protocol (the controller, other brokers)."""
     loaded: LoadedConfig | None = None
+
+    def dialing(self, protocol: str) -> ClientSecurity | None:
+        return None if self.client_security is None else self.client_security(protocol)
 
     @property
     def log_dir(self) -> Path:
@@ -474,33 +490,20 @@ def _advertised(loaded: LoadedConfig, listeners: list[Endpoint], names: list[str
     return advertised + [e for e in listeners if e.listener_name not in given]
 
 
-def _security_protocols(loaded: LoadedConfig, names: list[str]) -> dict[str, str]:
-    """Each listener's security protocol; only PLAINTEXT is served, the others are refused here."""
-    if loaded["listener.security.protocol.map"]:
-        protocols = {}
-        for item in loaded["listener.security.protocol.map"]:
-            name, _, protocol = item.partition(":")
-            protocols[name.strip().upper()] = protocol.strip().upper()
-        missing = [n for n in names if n not in protocols]
-        if missing:
-            raise ConfigError(
-                "listener.security.protocol.map", f"no security protocol for listeners {missing}"
-            )
-    else:
-        unknown = [n for n in names if n not in KNOWN_PROTOCOLS]
-        if unknown:
-            raise ConfigError(
-                "listener.security.protocol.map",
-                f"listeners {unknown} are not security protocol names, so they need a mapping",
-            )
-        protocols = {n: n for n in names}
-    encrypted = [f"{n} ({protocols[n]})" for n in names if protocols[n] != "PLAINTEXT"]
-    if encrypted:
+def _inter_broker(loaded: LoadedConfig, names: list[str], protocols: Mapping[str, str]) -> str:
+    """``inter.broker.listener.name``, or the listener named after ``security.inter.broker.protocol``."""
+    by_protocol = loaded["security.inter.broker.protocol"]
+    if by_protocol is None:
+        inter_broker = str(loaded["inter.broker.listener.name"]).upper()
+    elif loaded.origins["inter.broker.listener.name"] != "default":
         raise ConfigError(
-            "listener.security.protocol.map",
-            f"only PLAINTEXT listeners are served, not {', '.join(encrypted)}",
+            "security.inter.broker.protocol", "set either it or inter.broker.listener.name, not both"
         )
-    return protocols
+    else:
+        inter_broker = by_protocol.upper()
+    if inter_broker not in names:
+        raise ConfigError("inter.broker.listener.name", f"{inter_broker} is not one of the listeners {names}")
+    return inter_broker
 
 
 def _control_plane(loaded: LoadedConfig, names: list[str], inter_broker: str) -> str | None:
@@ -532,10 +535,8 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         raise ConfigError("listeners", "at least one listener is needed")
     names = [e.listener_name for e in listeners]
     advertised = _advertised(loaded, listeners, names)
-    protocols = _security_protocols(loaded, names)
-    inter_broker = loaded["inter.broker.listener.name"].upper()
-    if inter_broker not in names:
-        raise ConfigError("inter.broker.listener.name", f"{inter_broker} is not one of the listeners {names}")
+    protocols = security_protocols(loaded, names)
+    inter_broker = _inter_broker(loaded, names, protocols)
     control_plane = _control_plane(loaded, names, inter_broker)
     log_dirs = tuple(Path(d) for d in (loaded["log.dirs"] or [f"/tmp/kafka-logs-{loaded['broker.id']}"]))
     if len(log_dirs) > 1:
@@ -590,6 +591,14 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         ),
         producer_id_expiration_ms=loaded["producer.id.expiration.ms"],
         controller_epoch_confirmation=loaded["controller.epoch.confirmation.enable"],
+        listener_security={
+            n: listener_security(loaded, n, p)
+            for n, p in protocols.items()
+            if n in names and p != "PLAINTEXT"
+        },
+        client_security=client_security(loaded, inter_broker),
+        zk_security=zk_security_from_loaded(loaded),
+        authorizer=AuthorizerSettings.from_loaded(loaded),
         loaded=loaded,
     )
 

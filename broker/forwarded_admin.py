@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any
 
+from broker.controller_address import ControllerAddress, ControllerEndpoint
 from broker.metadata_cache import MetadataCache, Snapshot
 from broker.network import Request
 from broker.on_loop import answer_on_loop
-from daemon.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from protocol.error_response import error_response_body
 from zkstore.znodes import TopicPartition
@@ -29,7 +29,6 @@ from zkstore.znodes import TopicPartition
 log = logging.getLogger("broker.admin")
 
 Body = dict[str, Any]
-ControllerEndpoint = Callable[[], Awaitable[tuple[int, str, int] | None]]
 
 RETRY_S = 0.2
 """Pause before asking again when no controller answered."""
@@ -106,27 +105,26 @@ class ForwardedAdminApis:
         while True:
             found = await self.controller_endpoint()
             if found is not None:
-                controller_id, host, port = found
                 try:
-                    response = await self._send(host, port, api_key, version, body, deadline)
+                    response = await self._send(found, api_key, version, body, deadline)
                 except (OSError, TimeoutError, ConnectionError) as exc:
-                    reason = f"controller {controller_id} at {host}:{port} did not answer: {exc}"
+                    reason = (
+                        f"controller {found.controller_id} at {found.host}:{found.port} did not answer: {exc}"
+                    )
                 else:
                     if not _not_controller(response):
                         return response
-                    reason = f"controller {controller_id} is no longer the active controller"
+                    reason = f"controller {found.controller_id} is no longer the active controller"
             if time.monotonic() + RETRY_S >= deadline:
                 log.warning("%s not forwarded: %s", api_key.name, reason)
                 return error_response_body(api_key, version, ErrorCode.NOT_CONTROLLER, body, message=reason)
             await asyncio.sleep(RETRY_S)
 
     async def _send(
-        self, host: str, port: int, api_key: ApiKey, version: int, body: Body, deadline: float
+        self, controller: ControllerAddress, api_key: ApiKey, version: int, body: Body, deadline: float
     ) -> Body:
         timeout = max(min(self.socket_timeout_s, deadline - time.monotonic()), 0.1)
-        connection = await KafkaConnection.open(
-            host, port, client_id=f"broker-{self.broker_id}", connect_timeout=timeout
-        )
+        connection = await controller.connect(f"broker-{self.broker_id}", timeout)
         try:
             _, response = await connection.send(api_key, version, body, timeout=timeout)
         finally:

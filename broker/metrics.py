@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from broker.authorization import Denial
 from broker.log import AppendInfo
 from broker.network import Request, RequestChannel
 from broker.replica_manager import ReplicaManager
@@ -125,6 +126,20 @@ class BrokerMetrics:
         self.errors = metrics.meter(
             network, "RequestMetrics", "ErrorsPerSec", "Responses by top-level error", ("request", "error")
         )
+        self.denied = metrics.meter(
+            server,
+            "AuthorizerMetrics",
+            "AuthorizationDeniedPerSec",
+            "Operations the ACL authorizer refused",
+            ("request", "operation", "resource_type"),
+        )
+
+    def authorization_denied(self, request: Request, denial: Denial) -> None:
+        self.denied.labels(
+            request=api_spec(request.header.api_key).name,
+            operation=denial.operation.name,
+            resource_type=denial.resource_type.name,
+        ).inc()
 
     def connection_closed(self, listener: str, reason: str) -> None:
         self.connections_closed.labels(listener=listener, reason=reason).inc()

@@ -40,6 +40,9 @@ from protocol import (
     UnsupportedVersionError,
     decode_request_header,
 )
+from security.config import ListenerSecurity
+from security.handshake import HANDSHAKE_TIMEOUT_S, AuthenticationFailed, CredentialLookup, authenticate
+from security.principal import ANONYMOUS
 
 log = logging.getLogger("broker.network")
 
@@ -76,6 +79,16 @@ class Request:
     own_epoch: int = -1
     """Control requests: this broker's epoch when the request was judged, read once so that the
     decision and its event-log line agree even if a re-registration happens meanwhile."""
+    principal: str = ANONYMOUS
+    """Who sent it: the connection's authenticated principal (``User:ANONYMOUS`` on PLAINTEXT)."""
+    finish: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, repr=False)
+    """Adjusts the handler's answer before it is encoded (refused topics added, unauthorized ones
+    left out)."""
+
+    @property
+    def host(self) -> str:
+        """The client's address, as ACLs name hosts."""
+        return self.peer.rsplit(":", 1)[0].strip("[]")
 
 
 def _ready_probe(poller: select.epoll) -> Callable[[], bool]:
@@ -373,8 +386,17 @@ class Listener:
         quotas: ConnectionQuotas | None = None,
         idle_s: float | None = None,
         on_closed: Callable[[str, str], None] | None = None,
+        security: ListenerSecurity | None = None,
+        credentials: CredentialLookup | None = None,
+        api_versions: Callable[[RequestHeader], bytes] | None = None,
     ) -> None:
         self.name = name
+        self.security = security
+        """TLS and SASL on this listener; None or PLAINTEXT: every connection is ``User:ANONYMOUS``."""
+        self.credentials = credentials
+        """SCRAM credentials by (user, mechanism), for SASL listeners."""
+        self.api_versions = api_versions
+        """The ApiVersions answer given before a SASL client has authenticated."""
         self.quotas = quotas
         self.idle_s = idle_s
         """``connections.max.idle.ms``: a connection that sends nothing (or not the rest of a frame)
@@ -400,15 +422,21 @@ class Listener:
         self.port = 0
 
     async def start(self, host: str, port: int) -> int:
+        tls = self.security.tls if self.security is not None else None
+        handshake_s = HANDSHAKE_TIMEOUT_S if tls is not None else None
         if self.priority is None:
-            self._server = await asyncio.start_server(self._serve, host or None, port, limit=_READ_LIMIT)
+            self._server = await asyncio.start_server(
+                self._serve, host or None, port, limit=_READ_LIMIT, ssl=tls, ssl_handshake_timeout=handshake_s
+            )
         else:
             priority = self.priority
 
             def protocol() -> asyncio.StreamReaderProtocol:
                 return asyncio.StreamReaderProtocol(_ArrivalReader(priority), self._serve)
 
-            self._server = await asyncio.get_running_loop().create_server(protocol, host or None, port)
+            self._server = await asyncio.get_running_loop().create_server(
+                protocol, host or None, port, ssl=tls, ssl_handshake_timeout=handshake_s
+            )
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("listener %s on %s:%d (%s queue)", self.name, host or "*", self.port, self.channel.name)
         return self.port
@@ -426,25 +454,20 @@ class Listener:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        peername = writer.get_extra_info("peername")
-        peer = f"{peername[0]}:{peername[1]}" if isinstance(peername, tuple) else str(peername)
-        ip = peername[0] if isinstance(peername, tuple) else str(peername)
-        refused = self.quotas.admit(self.name, ip) if self.quotas is not None else None
-        if refused is not None:
+        sock, peer, ip = _accepted(writer)
+        arrivals = reader if isinstance(reader, _ArrivalReader) else None
+        principal = await self._admit(reader, writer, peer, ip)
+        if arrivals is not None:
+            arrivals.settle() if principal is not None else arrivals.release()
+        if principal is None:
             self._connections.discard(task)
-            log.warning("listener %s: closing connection from %s: %s", self.name, peer, refused)
-            writer.close()
             return
         fd = sock.fileno() if sock is not None and self.priority is not None else -1
         if fd >= 0 and self.priority is not None:
             self.priority.watch(fd)
-        arrivals = reader if isinstance(reader, _ArrivalReader) else None
         outbox: asyncio.Queue[_Answer] = asyncio.Queue()
         room = asyncio.Semaphore(self.max_waiting)
-        reading = asyncio.create_task(self._read_requests(reader, outbox, room, peer))
+        reading = asyncio.create_task(self._read_requests(reader, outbox, room, peer, principal))
         answering = asyncio.create_task(self._answer(outbox, writer, room, arrivals, peer))
         try:
             await asyncio.wait((reading, answering), return_when=asyncio.FIRST_COMPLETED)
@@ -465,14 +488,71 @@ class Listener:
                 arrivals.release()
             writer.close()
 
+    async def _admit(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str, ip: str
+    ) -> str | None:
+        """The connection's principal; None once the quotas or a failed authentication closed it."""
+        refused = self.quotas.admit(self.name, ip) if self.quotas is not None else None
+        if refused is not None:
+            log.warning("listener %s: closing connection from %s: %s", self.name, peer, refused)
+            writer.close()
+            return None
+        return await self._authenticate(reader, writer, peer, ip)
+
+    async def _authenticate(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str, ip: str
+    ) -> str | None:
+        security = self.security
+        if security is None or security.plaintext:
+            return ANONYMOUS
+        try:
+            async with asyncio.timeout(self.idle_s):
+                return await authenticate(
+                    reader,
+                    writer,
+                    security,
+                    credentials=self.credentials,
+                    api_versions=self._api_versions,
+                    unsupported=self.unsupported,
+                )
+        except asyncio.CancelledError:  # the listener is closing
+            if self.quotas is not None:
+                self.quotas.release(self.name, ip)
+            writer.close()
+            return None
+        except (AuthenticationFailed, TimeoutError, ConnectionError) as exc:
+            kind = exc.kind if isinstance(exc, AuthenticationFailed) else "idle"
+            reason = (
+                exc.reason if isinstance(exc, AuthenticationFailed) else f"not authenticated in time: {exc!r}"
+            )
+            log.warning("listener %s: closing connection from %s: %s", self.name, peer, reason)
+            if self.on_closed is not None:
+                self.on_closed(self.name, f"authentication_{kind}")
+            if self.quotas is not None:
+                self.quotas.release(self.name, ip)
+            writer.close()
+            return None
+
+    def _api_versions(self, header: RequestHeader) -> bytes:
+        if self.api_versions is None:
+            raise AuthenticationFailed(
+                "ApiVersions is not answered before authentication here", "illegal_state"
+            )
+        return self.api_versions(header)
+
     async def _read_requests(
-        self, reader: asyncio.StreamReader, outbox: asyncio.Queue[_Answer], room: asyncio.Semaphore, peer: str
+        self,
+        reader: asyncio.StreamReader,
+        outbox: asyncio.Queue[_Answer],
+        room: asyncio.Semaphore,
+        peer: str,
+        principal: str,
     ) -> None:
         reason: str | None = None
         try:
             while reason is None:
                 await room.acquire()
-                reason = await self._one_request(reader, outbox, peer)
+                reason = await self._one_request(reader, outbox, peer, principal)
         except (ConnectionError, asyncio.IncompleteReadError):
             reason = ""
         outbox.put_nowait(_Answer(close=reason))
@@ -509,7 +589,7 @@ class Listener:
                 arrivals.settle()
 
     async def _one_request(
-        self, reader: asyncio.StreamReader, outbox: asyncio.Queue[_Answer], peer: str
+        self, reader: asyncio.StreamReader, outbox: asyncio.Queue[_Answer], peer: str, principal: str
     ) -> str | None:
         """Read one request and queue its answer; a string (empty at a clean EOF) ends the connection."""
         try:
@@ -536,13 +616,32 @@ class Listener:
             return None
         loop = asyncio.get_running_loop()
         request = Request(
-            header, frame, offset, self.name, peer, received, loop.create_future(), loop.create_future()
+            header,
+            frame,
+            offset,
+            self.name,
+            peer,
+            received,
+            loop.create_future(),
+            loop.create_future(),
+            principal=principal,
         )
         await self.channel.submit(request)
         outbox.put_nowait(_Answer(request=request))
         assert request.handled is not None
         await request.handled  # one request handled at a time per connection: appends keep their order
         return None
+
+
+def _accepted(writer: asyncio.StreamWriter) -> tuple[socket.socket | None, str, str]:
+    """A new connection's socket (TCP_NODELAY set), its peer as ``ip:port``, and its ip."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    peername = writer.get_extra_info("peername")
+    if isinstance(peername, tuple):
+        return sock, f"{peername[0]}:{peername[1]}", str(peername[0])
+    return sock, str(peername), str(peername)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from typing import Any
 from broker.partition import Partition
 from daemon.connection import BlockingConnection
 from protocol import ApiKey, CorruptRecordBatch, ErrorCode
+from security.config import ClientSecurity
 from zkstore.znodes import TopicPartition
 
 log = logging.getLogger("broker.replica_fetcher")
@@ -44,6 +45,8 @@ class FetcherSettings:
     """replica.fetch.max.bytes"""
     backoff_s: float
     socket_timeout_s: float
+    security: ClientSecurity | None = None
+    """TLS and SASL towards the leaders' inter-broker listener."""
 
     @classmethod
     def defaults(cls, broker_id: int) -> FetcherSettings:
@@ -190,6 +193,7 @@ class ReplicaFetcher(threading.Thread):
                 port,
                 client_id=f"broker-{self.settings.broker_id}-fetcher-0",
                 timeout=self.settings.socket_timeout_s,
+                security=self.settings.security,
             )
         return self._connection
 

@@ -24,8 +24,10 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from broker.admin_apis import AdminApis
 from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import BrokerIdentity, KafkaApis
+from broker.authorization import RequestAuthorizer
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
 from broker.config_apis import ConfigApis
+from broker.controller_address import ControllerAddress
 from broker.controller_guard import ControllerEpochGuard, ZkController
 from broker.fetch import FetchApi
 from broker.forwarded_admin import ForwardedAdminApis
@@ -46,16 +48,18 @@ from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager
 from broker.topic_configs import TopicConfigStore, log_config_for
 from daemon.config import advertised
-from daemon.connection import KafkaConnection
 from daemon.connection_quotas import ConnectionQuotas
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.supervision import start_supervised
 from protocol import CONTROL_APIS, ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
+from security.authorizer import AclAuthorizer
+from security.sasl import ScramCredential
 from zkstore import admin, znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.batch_read import get_data_many
 from zkstore.registration import register_broker
+from zkstore.users import read_scram_credential
 from zkstore.znodes import TopicPartition
 
 log = logging.getLogger("broker")
@@ -104,6 +108,7 @@ class BrokerServer:
                 partition_max_bytes=config.replica_fetch_max_bytes,
                 backoff_s=config.replica_fetch_backoff_s,
                 socket_timeout_s=config.replica_socket_timeout_s,
+                security=config.dialing(config.security_protocols[config.inter_broker_listener_name]),
             ),
             checkpoint=self.control_priority.checkpoint if self.control_priority else lambda: None,
         )
@@ -247,7 +252,12 @@ class BrokerServer:
             config.zookeeper_connect,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_timeout_s=config.zookeeper_connection_timeout_s,
+            security=config.zk_security,
         )
+        self.authorizer = AclAuthorizer(self.zk, config.authorizer)
+        if config.authorizer.enabled:
+            self.apis.authorization = RequestAuthorizer(self.authorizer)
+            self.apis.on_denied = self.broker_metrics.authorization_denied
         self.metrics_port: int | None = None
         self.alter_partition: AlterPartitionManager | None = None
         self.producer_ids: InitProducerIdApi | None = None
@@ -269,6 +279,8 @@ class BrokerServer:
         await asyncio.get_running_loop().run_in_executor(None, self.log_manager.load)
         await self.zk.start()
         self.zk.on_connection_event(self._on_connection_event)
+        if self.config.authorizer.enabled:
+            await self.authorizer.start()
         self.cluster_id = await cluster_id(self.zk)
         loop = asyncio.get_running_loop()
         self.group_coordinator.bind(loop)
@@ -341,7 +353,14 @@ class BrokerServer:
             quotas=self.connection_quotas,
             idle_s=self.config.connections_max_idle_ms / 1000,
             on_closed=self.broker_metrics.connection_closed,
+            security=self.config.listener_security.get(name),
+            credentials=self._scram_credential,
+            api_versions=self.apis.api_versions_response,
         )
+
+    async def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """A SASL/SCRAM client's stored credential, read from ZooKeeper at each authentication."""
+        return await read_scram_credential(self.zk, user, mechanism)
 
     def running(self) -> str:
         endpoints = ", ".join(e.connection_string for e in self.advertised)
@@ -515,12 +534,15 @@ class BrokerServer:
 
     # -- controlled shutdown
 
-    async def _controller_endpoint(self) -> tuple[int, str, int] | None:
+    async def _controller_endpoint(self) -> ControllerAddress | None:
         with contextlib.suppress(NoNodeError):
             data, _ = await self.zk.get(znodes.CONTROLLER)
             registration = znodes.decode_controller_registration(data, znodes.CONTROLLER)
             if registration is not None and registration.host is not None and registration.port is not None:
-                return registration.broker_id, registration.host, registration.port
+                security = self.config.dialing(registration.security_protocol or "PLAINTEXT")
+                return ControllerAddress(
+                    registration.broker_id, registration.host, registration.port, security
+                )
         return None
 
     def _controller_in_zookeeper(self) -> ZkController:
@@ -569,12 +591,10 @@ class BrokerServer:
         found = await self._controller_endpoint()
         if found is None:
             return {"error": "NO_CONTROLLER"}
-        controller_id, host, port = found
+        controller_id = found.controller_id
         timeout = self.config.controller_socket_timeout_s
         try:
-            connection = await KafkaConnection.open(
-                host, port, client_id=f"broker-{self.config.broker_id}", connect_timeout=timeout
-            )
+            connection = await found.connect(f"broker-{self.config.broker_id}", timeout)
         except (OSError, TimeoutError) as exc:
             return {"controller_id": controller_id, "error": "CONNECTION_FAILED", "reason": str(exc)}
         try:

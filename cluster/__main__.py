@@ -10,7 +10,7 @@ CLI_PACKAGES = ("rich", "confluent_kafka")
 """What the ``cli`` extra brings (pyproject.toml); the daemons need neither."""
 
 try:
-    from cluster import admin_cli, configs_cli, groups_cli, kafka_flags, lifecycle_cli
+    from cluster import acls_cli, admin_cli, configs_cli, groups_cli, kafka_flags, lifecycle_cli, users_cli
 except ModuleNotFoundError as missing:  # installed for the daemons only
     if missing.name not in CLI_PACKAGES:
         raise
@@ -34,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
     admin_cli.register(commands, common)
     configs_cli.register(commands, common)
     groups_cli.register(commands, common)
+    acls_cli.register(commands, common)
+    users_cli.register(commands, common)
     return top
 
 

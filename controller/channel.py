@@ -28,6 +28,7 @@ from daemon.metrics import Metrics, jmx_name
 from daemon.supervision import start_supervised
 from protocol import CONTROL_APIS, ErrorCode
 from protocol.registry import api_spec
+from security.config import ClientSecurity
 
 __all__ = ["ChannelManager", "ResponseCallback"]
 
@@ -55,6 +56,7 @@ class _Broker:
     broker_id: int
     host: str
     port: int
+    security: ClientSecurity | None = None
     queue: asyncio.Queue[_QueueItem] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
     connection: KafkaConnection | None = None
@@ -104,11 +106,16 @@ class ChannelManager:
     def broker_ids(self) -> set[int]:
         return set(self._brokers)
 
-    def add_broker(self, broker_id: int, host: str, port: int) -> None:
-        """Start sending to ``broker_id``; a known id is replaced, with a fresh queue and connection."""
+    def add_broker(
+        self, broker_id: int, host: str, port: int, security: ClientSecurity | None = None
+    ) -> None:
+        """Start sending to ``broker_id``; a known id is replaced, with a fresh queue and connection.
+
+        ``security``: TLS and SASL towards that broker's listener (None: PLAINTEXT).
+        """
         if broker_id in self._brokers:
             self.remove_broker(broker_id)
-        broker = _Broker(broker_id, host, port)
+        broker = _Broker(broker_id, host, port, security)
         broker.task = start_supervised(
             f"Controller-{self.controller_id}-to-broker-{broker_id}-send-thread",
             lambda: self._send_loop(broker),
@@ -219,6 +226,7 @@ class ChannelManager:
                         broker.port,
                         client_id=self.client_id,
                         connect_timeout=self.socket_timeout_s,
+                        security=broker.security,
                     )
                 correlation_id = broker.connection.next_correlation_id
                 self._emit(

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from controller.request_batch import EpochProtocol
 from daemon.config import (
@@ -38,6 +38,18 @@ from daemon.config import (
     load_config,
     parse_listeners,
 )
+from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
+from security.authorizer import AUTHORIZER_KEYS, AuthorizerSettings
+from security.config import (
+    LISTENER_SECURITY_PROTOCOL_MAP,
+    SECURITY_KEYS,
+    ClientSecurity,
+    ListenerSecurity,
+    client_security,
+    listener_security,
+    security_protocols,
+)
+from zkstore.security import ZkSecurity
 from zkstore.znodes import Endpoint
 
 DEFAULT_IBP = "2.3-IV2"
@@ -96,6 +108,10 @@ KEYS = (
         shown_default="`listeners`",
         doc="the endpoint published in `/controller` (a wildcard host becomes the machine's name)",
     ),
+    LISTENER_SECURITY_PROTOCOL_MAP,
+    *SECURITY_KEYS,
+    *ZOOKEEPER_SECURITY_KEYS,
+    *AUTHORIZER_KEYS,
     ConfigKey(
         "control.plane.listener.name",
         "string",
@@ -192,7 +208,21 @@ class ControllerConfig:
     zookeeper_connection_timeout_s: float
     metrics_port: int | None
     log_dir: str
+    zk_security: ZkSecurity | None = None
+    """ZooKeeper ACLs, identity and TLS (``zookeeper.set.acl``, ``zookeeper.ssl.*``)."""
+    authorizer: AuthorizerSettings = field(default_factory=AuthorizerSettings)
+    listener_security: ListenerSecurity | None = None
+    """TLS and SASL on the RPC listener; None: PLAINTEXT."""
+    client_security: Callable[[str], ClientSecurity] | None = None
+    """How this controller dials a broker listener of the given security protocol."""
     loaded: LoadedConfig | None = None
+
+    @property
+    def listener_protocol(self) -> str:
+        return self.listener_security.protocol if self.listener_security is not None else "PLAINTEXT"
+
+    def dialing(self, protocol: str) -> ClientSecurity | None:
+        return None if self.client_security is None else self.client_security(protocol)
 
 
 def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
@@ -212,6 +242,8 @@ def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
         if len(adv) != 1 or adv[0].listener_name != listeners[0].listener_name:
             raise ConfigError("advertised.listeners", "must name the one listener of listeners")
         advertised = adv[0]
+    name = listeners[0].listener_name
+    protocol = security_protocols(loaded, [name])[name]
     session_ms = loaded["zookeeper.session.timeout.ms"]
     connection_ms = loaded["zookeeper.connection.timeout.ms"] or session_ms
     return ControllerConfig(
@@ -236,6 +268,10 @@ def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
         zookeeper_connection_timeout_s=connection_ms / 1000.0,
         metrics_port=loaded["metrics.port"],
         log_dir=loaded["log.dir"],
+        listener_security=None if protocol == "PLAINTEXT" else listener_security(loaded, name, protocol),
+        client_security=client_security(loaded, name),
+        zk_security=zk_security_from_loaded(loaded),
+        authorizer=AuthorizerSettings.from_loaded(loaded),
         loaded=loaded,
     )
 

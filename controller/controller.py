@@ -67,6 +67,7 @@ class Controller:
             config.zookeeper_connect,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_timeout_s=config.zookeeper_connection_timeout_s,
+            security=config.zk_security,
         )
         self.store = ControllerStore(self.zk)
         self.context = ControllerContext(self.id)

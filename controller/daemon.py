@@ -18,8 +18,12 @@ from daemon.config import advertised
 from daemon.connection_quotas import ConnectionQuotas, connections_closed_meter
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
-from daemon.server import RequestServer
-from protocol import ApiKey, RequestHeader
+from daemon.server import RequestServer, current_request
+from protocol import ApiKey, ErrorCode, RequestHeader, error_response_body
+from security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from security.authorizer import AclAuthorizer
+from security.sasl import ScramCredential
+from zkstore.users import read_scram_credential
 
 FORWARDED_APIS = frozenset(
     {ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS}
@@ -57,6 +61,16 @@ class ControllerDaemon:
             quotas=quotas,
             idle_s=config.connections_max_idle_ms / 1000,
             on_closed=count,
+            security=config.listener_security,
+            credentials=self._scram_credential,
+        )
+        self.authorizer = AclAuthorizer(self.controller.zk, config.authorizer)
+        self.denied = self.metrics.meter(
+            "kafka.controller",
+            "AuthorizerMetrics",
+            "AuthorizationDeniedPerSec",
+            "Requests the ACL authorizer refused",
+            ("request",),
         )
         self.metrics_port: int | None = None
         self.name = f"controller {config.controller_id}"
@@ -64,7 +78,35 @@ class ControllerDaemon:
     def running(self) -> str:
         return f"rpc {self.controller.rpc_endpoint.connection_string}, metrics port {self.metrics_port}"
 
+    async def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        return await read_scram_credential(self.controller.zk, user, mechanism)
+
+    def _refused(self, header: RequestHeader) -> bool:
+        """Brokers' requests need ClusterAction on the cluster (Kafka's rule), when an authorizer is on."""
+        if not self.config.authorizer.enabled:
+            return False
+        context = current_request.get()
+        if self.authorizer.authorize(
+            context.principal, context.host, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        ):
+            return False
+        name = ApiKey(header.api_key).name
+        self.denied.labels(request=name).inc()
+        self.event_log.emit(
+            "authorization_denied",
+            api=name,
+            principal=context.principal,
+            host=context.host,
+            operation=AclOperation.CLUSTER_ACTION.name,
+            resource_type=ResourceType.CLUSTER.name,
+            resource=CLUSTER_NAME,
+        )
+        return True
+
     async def _handle(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        if self._refused(header):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return error_response_body(header.api_key, header.api_version, code, body)
         if header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
             return await self.controller.handle_controlled_shutdown(body["broker_id"], body["broker_epoch"])
         if header.api_key in FORWARDED_APIS:
@@ -88,8 +130,12 @@ class ControllerDaemon:
             epoch_protocol=self.config.epoch_protocol.value,
         )
         await self.controller.start()
+        if self.config.authorizer.enabled:
+            await self.authorizer.start()
 
     async def stop(self) -> None:
         await self.rpc.close()
+        if self.config.authorizer.enabled:
+            await self.authorizer.stop()
         await self.controller.stop()
         self.metrics.stop()

@@ -134,7 +134,10 @@ class ControllerServices:
                 self.config.inter_broker_listener_name,
             )
             return
-        self._channel.add_broker(broker.broker_id, endpoint.host, endpoint.port)
+        protocol = broker.registration.security_protocol(endpoint)
+        self._channel.add_broker(
+            broker.broker_id, endpoint.host, endpoint.port, self.config.dialing(protocol)
+        )
 
     def disconnect(self, broker_id: int) -> None:
         """Close ``broker_id``'s channel, dropping what is queued for it."""

@@ -160,6 +160,9 @@ class ConfigKey:
     check: Callable[[Any], None] | None = None
     aliases: tuple[str, ...] = ()
     shown_default: str = ""
+    per_listener: bool = False
+    """May also be set for one listener as ``listener.name.<listener>.<key>`` (and, for SASL keys,
+    ``listener.name.<listener>.<mechanism>.<key>``), as Kafka allows."""
 
     def default_text(self) -> str:
         """The default as the configuration reference shows it."""
@@ -276,9 +279,19 @@ class LoadedConfig:
     values: Mapping[str, Any]
     origins: Mapping[str, str]
     unknown: tuple[str, ...] = field(default=())
+    listener_values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Per-listener overrides by upper-case listener name, then key (``<mechanism>.<key>`` for a
+    mechanism's own value)."""
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
+
+    def for_listener(self, listener: str, key: str, mechanism: str | None = None) -> Any:
+        """``key`` for one listener: its mechanism's override, its own override, else the global value."""
+        own = self.listener_values.get(listener.upper(), {})
+        if mechanism is not None and f"{mechanism.lower()}.{key}" in own:
+            return own[f"{mechanism.lower()}.{key}"]
+        return own.get(key, self.values[key])
 
     def describe(self) -> str:
         """One ``key=value (origin)`` per line, for the start-up log."""
@@ -315,7 +328,9 @@ def load_config(
         else:
             key.validate(key.default)
             values[key.name], origins[key.name] = key.default, "default"
-    unknown = tuple(sorted(k for k in raw if k not in known))
+    listener_values = _listener_overrides(declared, raw)
+    overrides = {f"listener.name.{n.lower()}.{k}" for n, keys in listener_values.items() for k in keys}
+    unknown = tuple(sorted(k for k in raw if k not in known and k.lower() not in overrides))
     for name in unknown:
         log.warning("the configuration %s was supplied but is not a known key; ignored", name)
     known_env = {env_var_name(n) for n in known}
@@ -327,7 +342,35 @@ def load_config(
             "the environment variable %s looks like a configuration key but is not a known one; ignored",
             variable,
         )
-    return LoadedConfig(values=values, origins=origins, unknown=unknown + unknown_env)
+    return LoadedConfig(
+        values=values, origins=origins, unknown=unknown + unknown_env, listener_values=listener_values
+    )
+
+
+_LISTENER_PREFIX = re.compile(r"listener\.name\.([A-Za-z0-9_\-]+)\.(.+)$")
+
+
+def _listener_overrides(declared: list[ConfigKey], raw: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """``listener.name.<l>.<key>`` and ``listener.name.<l>.<mechanism>.<key>`` for per-listener keys."""
+    per_listener = {k.name: k for k in declared if k.per_listener}
+    found: dict[str, dict[str, Any]] = {}
+    for name, text in raw.items():
+        match = _LISTENER_PREFIX.match(name)
+        if match is None:
+            continue
+        listener, rest = match.group(1).upper(), match.group(2)
+        key = per_listener.get(rest)
+        stored = rest
+        if key is None:
+            mechanism, _, base = rest.partition(".")
+            key = per_listener.get(base) if base.startswith("sasl.") else None
+            stored = f"{mechanism.lower()}.{base}"
+        if key is not None:
+            try:
+                found.setdefault(listener, {})[stored] = key.convert(text)
+            except ConfigError as exc:
+                raise ConfigError(name, exc.reason) from None
+    return found
 
 
 # ---------------------------------------------------------------- listeners

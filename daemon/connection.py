@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from protocol import (
     encode_request,
     encode_request_header,
 )
+from security.client import AuthenticationError, sasl_conversation
+from security.config import ClientSecurity
 
 __all__ = ["BlockingConnection", "KafkaConnection"]
 
@@ -78,15 +81,43 @@ class KafkaConnection:
         client_id: str,
         connect_timeout: float = 30.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        security: ClientSecurity | None = None,
     ) -> KafkaConnection:
-        """Connect, giving up with TimeoutError after ``connect_timeout`` seconds."""
+        """Connect (with TLS and SASL as ``security`` says), giving up after ``connect_timeout`` seconds.
+
+        A refused authentication raises ``security.client.AuthenticationError`` (a ConnectionError).
+        """
+        tls = security.tls if security is not None else None
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), connect_timeout)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
+                connect_timeout,
+            )
         except TimeoutError as exc:
             raise TimeoutError(f"could not connect to {host}:{port} within {connect_timeout} s") from exc
-        return cls(
+        except ssl.SSLError as exc:
+            raise ConnectionError(f"TLS handshake with {host}:{port} failed: {exc}") from exc
+        connection = cls(
             reader, writer, client_id=client_id, endpoint=f"{host}:{port}", max_frame_size=max_frame_size
         )
+        if security is not None and security.sasl:
+            try:
+                await connection.authenticate(security, connect_timeout)
+            except BaseException:
+                await connection.close()
+                raise
+        return connection
+
+    async def authenticate(self, security: ClientSecurity, timeout: float) -> None:
+        """Run the SASL exchange; AuthenticationError when the server refuses it."""
+        conversation = sasl_conversation(security)
+        request = next(conversation)
+        while True:
+            _, response = await self.send(*request, timeout=timeout)
+            try:
+                request = conversation.send(response)
+            except StopIteration:
+                return
 
     @property
     def closed(self) -> bool:
@@ -220,16 +251,40 @@ class BlockingConnection:
         client_id: str,
         timeout: float,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.endpoint = f"{host}:{port}"
         self.client_id = client_id
         self.max_frame_size = max_frame_size
         try:
-            self._sock = socket.create_connection((host, port), timeout=timeout)
+            sock = socket.create_connection((host, port), timeout=timeout)
         except TimeoutError as exc:
             raise TimeoutError(f"could not connect to {self.endpoint} within {timeout} s") from exc
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if security is not None and security.tls is not None:
+            try:
+                sock = security.tls.wrap_socket(sock, server_hostname=host)
+            except (ssl.SSLError, OSError) as exc:
+                sock.close()
+                raise ConnectionError(f"TLS handshake with {self.endpoint} failed: {exc}") from exc
+        self._sock = sock
         self._next_correlation_id = 0
+        if security is not None and security.sasl:
+            self.authenticate(security, timeout)
+
+    def authenticate(self, security: ClientSecurity, timeout: float) -> None:
+        """Run the SASL exchange; AuthenticationError (the socket closed) when the server refuses it."""
+        conversation = sasl_conversation(security)
+        request = next(conversation)
+        while True:
+            response = self.send(*request, timeout=timeout)
+            try:
+                request = conversation.send(response)
+            except StopIteration:
+                return
+            except AuthenticationError:
+                self.close()
+                raise
 
     def send(self, api_key: int, api_version: int, body: dict[str, Any], *, timeout: float) -> dict[str, Any]:
         correlation_id = self._next_correlation_id

@@ -37,6 +37,9 @@ from protocol import (
     error_response_body,
     message_codec,
 )
+from security.config import ListenerSecurity
+from security.handshake import HANDSHAKE_TIMEOUT_S, AuthenticationFailed, CredentialLookup, authenticate
+from security.principal import ANONYMOUS
 
 __all__ = ["RequestContext", "RequestHandler", "RequestServer", "current_request"]
 
@@ -57,6 +60,13 @@ class RequestContext:
     """Bytes of the whole frame, size prefix included."""
     received_at: float
     """Loop time at which the last byte of the frame had been read."""
+    principal: str = ANONYMOUS
+    """The connection's authenticated principal."""
+
+    @property
+    def host(self) -> str:
+        """The client's address, as ACLs name hosts."""
+        return self.peer.rsplit(":", 1)[0].strip("[]")
 
 
 current_request: ContextVar[RequestContext] = ContextVar("current_request")
@@ -88,6 +98,8 @@ class RequestServer:
         quotas: ConnectionQuotas | None = None,
         idle_s: float | None = None,
         on_closed: Callable[[str, str], None] | None = None,
+        security: ListenerSecurity | None = None,
+        credentials: CredentialLookup | None = None,
     ) -> None:
         unknown = sorted(int(key) for key in api_keys if key not in SUPPORTED_VERSIONS)
         if unknown:
@@ -102,6 +114,9 @@ class RequestServer:
         this long is closed."""
         self.on_closed = on_closed
         """Called with (server name, reason) when an idle connection is closed."""
+        self.security = security
+        """TLS and SASL on this listener; None or PLAINTEXT: every peer is ``User:ANONYMOUS``."""
+        self.credentials = credentials
         self._server: asyncio.Server | None = None
         self._port: int | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -113,7 +128,15 @@ class RequestServer:
         """Listen on ``host:port`` (port 0 picks a free one) and return the bound port."""
         if self._server is not None:
             raise RuntimeError(f"{self.name}: already started")
-        self._server = await asyncio.start_server(self._serve, host, port, limit=_READ_LIMIT)
+        tls = self.security.tls if self.security is not None else None
+        self._server = await asyncio.start_server(
+            self._serve,
+            host,
+            port,
+            limit=_READ_LIMIT,
+            ssl=tls,
+            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if tls is not None else None,
+        )
         self._port = self._server.sockets[0].getsockname()[1]
         log.info("%s: listening on %s:%d", self.name, host, self._port)
         return self._port
@@ -162,8 +185,9 @@ class RequestServer:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
+            principal = await self._authenticate(reader, writer)
             while (frame := await self._next_frame(reader)) is not None:
-                response = await self._answer(frame, peer)
+                response = await self._answer(frame, peer, principal)
                 writer.write(response)
                 await writer.drain()
         except _CloseConnection as exc:
@@ -179,6 +203,39 @@ class RequestServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+        """The peer's principal; _CloseConnection when TLS or SASL fails (or takes too long)."""
+        security = self.security
+        if security is None or security.plaintext:
+            return ANONYMOUS
+        try:
+            async with asyncio.timeout(self.idle_s):
+                return await authenticate(
+                    reader,
+                    writer,
+                    security,
+                    credentials=self.credentials,
+                    api_versions=self._no_api_versions,
+                    unsupported=self._unsupported,
+                )
+        except AuthenticationFailed as exc:
+            if self.on_closed is not None:
+                self.on_closed(self.name, f"authentication_{exc.kind}")
+            raise _CloseConnection(exc.reason) from None
+        except TimeoutError:
+            if self.on_closed is not None:
+                self.on_closed(self.name, "authentication_idle")
+            raise _CloseConnection("did not authenticate in time (connections.max.idle.ms)") from None
+
+    @staticmethod
+    def _no_api_versions(header: RequestHeader) -> bytes:
+        raise AuthenticationFailed("ApiVersions before authentication is not answered here", "illegal_state")
+
+    def _unsupported(self, exc: UnsupportedVersionError) -> bytes:
+        lowest = min(SUPPORTED_VERSIONS[exc.api_key])
+        body = error_response_body(exc.api_key, lowest, ErrorCode.UNSUPPORTED_VERSION)
+        return encode_response(exc.api_key, lowest, exc.correlation_id, body)
 
     async def _next_frame(self, reader: asyncio.StreamReader) -> bytes | None:
         """The next request frame; None at a clean end; _CloseConnection when it is too large or does
@@ -197,16 +254,14 @@ class RequestServer:
         except FrameTooLarge as exc:
             raise _CloseConnection(str(exc)) from None
 
-    async def _answer(self, frame: bytes, peer: str) -> bytes:
+    async def _answer(self, frame: bytes, peer: str, principal: str) -> bytes:
         """The response frame to one request frame; raises _CloseConnection where Kafka would close."""
         received_at = asyncio.get_running_loop().time()
         try:
             header, offset = decode_request_header(frame, self.max_frame_size)
         except UnsupportedVersionError as exc:
-            lowest = min(SUPPORTED_VERSIONS[exc.api_key])
             log.info("%s: %s from %s; answering UNSUPPORTED_VERSION", self.name, exc, peer)
-            body = error_response_body(exc.api_key, lowest, ErrorCode.UNSUPPORTED_VERSION)
-            return encode_response(exc.api_key, lowest, exc.correlation_id, body)
+            return self._unsupported(exc)
         except ProtocolError as exc:
             raise _CloseConnection(str(exc)) from None
         key, version = header.api_key, header.api_version
@@ -224,7 +279,8 @@ class RequestServer:
             body = message_codec(key, version, "request").decode(frame, offset)
         except ProtocolError as exc:
             raise _CloseConnection(str(exc)) from None
-        current_request.set(RequestContext(peer=peer, size=len(frame), received_at=received_at))
+        context = RequestContext(peer=peer, size=len(frame), received_at=received_at, principal=principal)
+        current_request.set(context)
         try:
             response = await self.handler(header, body)
             return encode_response(key, version, header.correlation_id, response)

@@ -15,7 +15,7 @@ from protocol.codec import (
     encode_response,
 )
 from protocol.error_codes import ErrorCode
-from protocol.error_response import error_response_body
+from protocol.error_response import error_entries, error_response_body
 from protocol.errors import CorruptRecordBatch, FrameTooLarge, ProtocolError, UnsupportedVersionError
 from protocol.framing import DEFAULT_MAX_FRAME_SIZE, check_frame, frame_size
 from protocol.headers import RequestHeader
@@ -49,6 +49,7 @@ __all__ = [
     "encode_request_header",
     "encode_response",
     "epoch_field",
+    "error_entries",
     "error_response_body",
     "frame_size",
     "is_supported",

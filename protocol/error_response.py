@@ -21,7 +21,7 @@ from protocol.api import ApiKey
 from protocol.registry import message_codec
 from protocol.types import KArray, KBytes, KString, KStruct, TaggedFields, Uuid, field_default
 
-__all__ = ["error_response_body"]
+__all__ = ["error_entries", "error_response_body"]
 
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -58,6 +58,9 @@ _MIRRORS: dict[int, _Mirror] = {
         "topics", "topic", "partitions", "partition", "topics", "topic", "partitions", "partition"
     ),
     ApiKey.METADATA: _Mirror("topics", "name", None, None, "topics", "name", None, None),
+    ApiKey.OFFSET_COMMIT: _Mirror(
+        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index"
+    ),
     ApiKey.ELECT_LEADERS: _Mirror(
         "topic_partitions",
         "topic",
@@ -161,3 +164,22 @@ def error_response_body(
     if request is not None and mirror is not None:
         body[mirror.response_topics] = _mirrored_topics(schema, mirror, request, error_code, message)
     return body
+
+
+def error_entries(
+    api_key: int, api_version: int, list_field: str, entries: list[dict[str, Any]], error_code: int
+) -> list[dict[str, Any]]:
+    """Elements of the response's array ``list_field``, each carrying ``error_code`` and the given keys.
+
+    For answers that list one result per named resource (CreateTopics' topics, DeleteGroups' results,
+    DescribeConfigs' results): every field the caller does not give takes its declared default.
+    """
+    schema = message_codec(api_key, api_version, "response").schema
+    element = _element(schema, list_field)
+    out = []
+    for given in entries:
+        entry = _empty(element)
+        entry.update(given)
+        entry["error_code"] = error_code
+        out.append(entry)
+    return out

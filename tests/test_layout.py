@@ -15,7 +15,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("protocol", "zkstore", "controller", "broker", "daemon", "cluster", "chaos", "pipeline", "bench")
+PACKAGES = (
+    "protocol",
+    "security",
+    "zkstore",
+    "controller",
+    "broker",
+    "daemon",
+    "cluster",
+    "chaos",
+    "pipeline",
+    "bench",
+)
 
 PURE_CONTROLLER_CORE = (
     "controller.broker_change",

@@ -450,6 +450,8 @@ class ControllerRegistration:
     timestamp: int
     host: str | None = None
     port: int | None = None
+    security_protocol: str | None = None
+    """Also additive: how to connect to that listener (PLAINTEXT when absent)."""
 
     def __post_init__(self) -> None:
         _check_id(self.broker_id, "controller id")
@@ -467,6 +469,8 @@ class ControllerRegistration:
         if self.host is not None:
             payload["host"] = self.host
             payload["port"] = self.port
+        if self.security_protocol is not None:
+            payload["security_protocol"] = self.security_protocol
         return _encode_json(payload)
 
 
@@ -481,7 +485,8 @@ def _read_controller_registration(p: _Payload) -> ControllerRegistration:
     if (host is None) != (port is None):
         p.skipped.append(({"host": host, "port": port}, "host and port come together; endpoint unknown"))
         host = port = None
-    return ControllerRegistration(broker_id, timestamp, host, port)
+    protocol = _optional_str(p.optional("security_protocol"), "security_protocol")
+    return ControllerRegistration(broker_id, timestamp, host, port, protocol)
 
 
 def decode_controller_registration(data: bytes | None, path: str) -> ControllerRegistration | None:

@@ -121,8 +121,13 @@ class ControllerElection:
             self.active_controller_id = active
             return
         endpoint = self.rpc_endpoint
+        protocol = svc.config.listener_protocol
         payload = ControllerRegistration(
-            self.controller_id, int(time.time() * 1000), endpoint.host, endpoint.port
+            self.controller_id,
+            int(time.time() * 1000),
+            endpoint.host,
+            endpoint.port,
+            None if protocol == "PLAINTEXT" else protocol,
         ).encode()
         token = await store.try_elect(self.controller_id, payload)
         if token is None:

@@ -164,12 +164,27 @@ def test_security_protocol_map_rejects_an_unknown_protocol() -> None:
         {**TWO_LISTENERS, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
     ],
 )
-def test_a_listener_that_is_not_plaintext_is_refused_rather_than_served_unencrypted(
+def test_an_encrypted_listener_without_a_keystore_is_refused_naming_the_key(
     properties: dict[str, str],
 ) -> None:
     error = config_error(properties)
-    assert error.key == "listener.security.protocol.map"
-    assert "only PLAINTEXT" in error.reason
+    assert error.key == "ssl.keystore.location"
+    assert "keystore" in error.reason
+
+
+def test_a_sasl_listener_offering_only_kerberos_is_refused() -> None:
+    error = config_error(
+        {**TWO_LISTENERS, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}
+    )
+    assert error.key == "sasl.enabled.mechanisms"
+    assert "GSSAPI" in error.reason
+
+
+def test_inter_broker_listener_may_be_named_by_its_protocol_but_not_both_ways() -> None:
+    by_protocol = {"listeners": "PLAINTEXT://127.0.0.1:9092", "security.inter.broker.protocol": "PLAINTEXT"}
+    assert load(None, environ=environ(by_protocol)).inter_broker_listener_name == "PLAINTEXT"
+    error = config_error({**by_protocol, "inter.broker.listener.name": "PLAINTEXT"})
+    assert error.key == "security.inter.broker.protocol"
 
 
 def test_a_security_protocol_map_may_name_listeners_that_are_not_served() -> None:

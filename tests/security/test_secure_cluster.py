@@ -1,0 +1,298 @@
+"""A secured cluster of real processes: mutual TLS between nodes, SCRAM for clients, ACLs, ZooKeeper ACLs.
+
+The outsider's moves of issue 16 are tried against it: control requests and AlterPartition without
+the cluster's identity, a broker without the ZooKeeper identity, an unauthenticated ZooKeeper
+client, wrong passwords, topics without ACLs. Real clients produce and consume through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+from cluster.secure import SecureCluster
+from daemon.connection import KafkaConnection
+from protocol import ApiKey, ErrorCode
+from security.acl import AclEntry, AclOperation, AclPermissionType, ResourcePattern, ResourceType
+from security.config import ClientSecurity
+from security.tls import TlsSettings, client_context
+from tests.support.cluster import Cluster, epoch_of
+from tests.support.requests import alter_partition_request, lai_partition, leader_and_isr, stop_replica
+from tests.support.waiting import wait_until
+from zkstore import znodes
+from zkstore.acls import update_resource_acls
+from zkstore.admin import create_topic
+from zkstore.aio import AsyncZooKeeper
+
+PASSWORD = "alice-secret"
+
+
+async def allow(
+    zk: AsyncZooKeeper, kind: ResourceType, name: str, principal: str, *ops: AclOperation
+) -> None:
+    entries = {AclEntry(principal, AclPermissionType.ALLOW, op, "*") for op in ops}
+    await update_resource_acls(zk, ResourcePattern(kind, name), lambda current: current | entries)
+
+
+class Secured:
+    """The secured cluster of one test, its authenticated ZooKeeper session and its CA."""
+
+    def __init__(self, cluster: Cluster, secure: SecureCluster, zk: AsyncZooKeeper) -> None:
+        self.cluster, self.secure, self.zk = cluster, secure, zk
+
+    def bootstrap(self, listener: str = "CLIENT") -> str:
+        return ",".join("{}:{}".format(*b.endpoint(listener)) for b in self.cluster.brokers.values())
+
+    def tls(self, keystore: Path | None) -> ClientSecurity:
+        settings = TlsSettings(
+            keystore_location=str(keystore) if keystore else None,
+            truststore_location=str(self.secure.ca.certificate),
+        )
+        return ClientSecurity("SSL", client_context(settings))
+
+
+@pytest.fixture
+async def secured(cluster: Cluster, zk_connect: str, tmp_path: Path) -> Any:
+    secure = SecureCluster.create(tmp_path / "secrets")
+    zk = AsyncZooKeeper(zk_connect, security=secure.zk_security)
+    await zk.start()
+    # The chroot is the parent of /controller: like a secured root, it must not be world-writable
+    # (what Kafka's security migration leaves); the test fixture created it open.
+    await asyncio.to_thread(zk.client.set_acls, "/", zk.acls_for("/controller"))
+    try:
+        await secure.add_user(zk, "alice", PASSWORD)
+        for broker_id in (1, 2):
+            cluster.broker(broker_id, **secure.broker(broker_id))
+        for broker in cluster.brokers.values():
+            await broker.wait_kind("broker_started")
+        cluster.controller = cluster.start_controller(1001, **secure.controller(1001))
+        await cluster.controller.wait_kind("failover_complete", timeout=30)
+        for topic in ("orders", "secret"):
+            await create_topic(zk, topic, {0: (1, 2)})
+        alice = "User:alice"
+        await allow(zk, ResourceType.TOPIC, "orders", alice, AclOperation.WRITE, AclOperation.READ)
+        await allow(zk, ResourceType.GROUP, "readers", alice, AclOperation.READ)
+        for broker in cluster.brokers.values():
+            for topic in ("orders", "secret"):
+                await broker.wait_event(
+                    lambda e, t=topic: e["kind"] in ("become_leader", "become_follower") and e["topic"] == t,
+                    what=f"{topic} on {broker.name}",
+                )
+        yield Secured(cluster, secure, zk)
+    finally:
+        await zk.close()
+
+
+def _produce(config: dict[str, Any], topic: str, value: bytes) -> str | None:
+    """Produce one record and flush; the delivery error's name, or None when it was written."""
+    errors: list[str] = []
+    producer = Producer({**config, "message.timeout.ms": 20000})
+    producer.produce(topic, value, on_delivery=lambda err, _: errors.append(err.name()) if err else None)
+    remaining = producer.flush(30)
+    assert remaining == 0, "the producer could not deliver or fail in time"
+    return errors[0] if errors else None
+
+
+def _consume_one(config: dict[str, Any], topic: str) -> bytes:
+    consumer = Consumer({**config, "group.id": "readers", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        for _ in range(60):
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                return message.value()  # type: ignore[no-any-return]
+        raise AssertionError("nothing consumed within 60 s")
+    finally:
+        consumer.close()
+
+
+async def test_scram_clients_produce_and_consume_and_acls_decide(secured: Secured) -> None:
+    config = {"bootstrap.servers": secured.bootstrap(), **secured.secure.client_config("alice", PASSWORD)}
+    value = uuid.uuid4().bytes
+    assert await asyncio.to_thread(_produce, config, "orders", value) is None
+    assert await asyncio.to_thread(_consume_one, config, "orders") == value
+    # no ACL on "secret": refused, and the refusal is a line in the broker's event log
+    assert await asyncio.to_thread(_produce, config, "secret", b"x") == "TOPIC_AUTHORIZATION_FAILED"
+    assert any(
+        e["resource"] == "secret" and e["principal"] == "User:alice"
+        for b in secured.cluster.brokers.values()
+        for e in b.of_kind("authorization_denied")
+    )
+
+
+async def test_a_wrong_password_is_refused(secured: Secured) -> None:
+    config = {
+        "bootstrap.servers": secured.bootstrap(),
+        **secured.secure.client_config("alice", "not-the-password"),
+    }
+    admin = AdminClient(config)
+
+    def metadata() -> None:
+        admin.list_topics(timeout=10)
+
+    with pytest.raises(KafkaException):
+        await asyncio.to_thread(metadata)
+
+
+async def test_kafka_python_over_scram(secured: Secured) -> None:
+    kafka = pytest.importorskip("kafka")
+    ca = str(secured.secure.ca.certificate)
+    common: dict[str, Any] = {
+        "bootstrap_servers": secured.bootstrap().split(","),
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": PASSWORD,
+        "ssl_cafile": ca,
+    }
+
+    def round_trip() -> bytes:
+        producer = kafka.KafkaProducer(**common)
+        producer.send("orders", b"from-kafka-python").get(timeout=30)
+        producer.close()
+        consumer = kafka.KafkaConsumer(
+            "orders", group_id="readers", auto_offset_reset="earliest", consumer_timeout_ms=20000, **common
+        )
+        try:
+            return b"".join(m.value for m in consumer if m.value == b"from-kafka-python")[:17]
+        finally:
+            consumer.close()
+
+    assert await asyncio.to_thread(round_trip) == b"from-kafka-python"
+
+
+async def test_kcat_over_tls_with_a_client_certificate(secured: Secured) -> None:
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (make clients)")
+    keystore = secured.secure.client_certificate("carol")
+    principal = "User:CN=carol,OU=clients,O=kafka-zk"
+    await allow(secured.zk, ResourceType.TOPIC, "orders", principal, AclOperation.WRITE, AclOperation.READ)
+    args = [
+        "-b", secured.bootstrap("INTERNAL"),
+        "-X", "security.protocol=SSL",
+        "-X", f"ssl.ca.location={secured.secure.ca.certificate}",
+        "-X", f"ssl.certificate.location={keystore}",
+        "-X", f"ssl.key.location={keystore}",
+    ]  # fmt: skip
+
+    def produce() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [kcat, *args, "-P", "-t", "orders"],
+            input="from-kcat\n",
+            text=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+    async def produced() -> bool:
+        return (await asyncio.to_thread(produce)).returncode == 0
+
+    await wait_until(produced, timeout=30, what="kcat produced over TLS")
+    consumed = await asyncio.to_thread(
+        subprocess.run,
+        [kcat, *args, "-C", "-t", "orders", "-o", "beginning", "-e", "-q"],
+        text=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert "from-kcat" in consumed.stdout, consumed.stderr
+
+
+async def test_control_requests_need_the_controllers_identity(secured: Secured) -> None:
+    broker = secured.cluster.brokers[1]
+    controller = secured.cluster.controller
+    assert controller is not None
+    host, port = broker.endpoint("CONTROLLER")
+    forged = leader_and_isr(5, epoch_of(broker), {"orders": [lai_partition(0, leader=2, replicas=(1, 2))]})
+    forged["controller_id"] = controller.controller_id
+    # no client certificate: the TLS handshake fails (with TLS 1.3 the client learns it on its first read)
+    with pytest.raises((ConnectionError, OSError)):
+        await _send_once(host, port, secured.tls(None), ApiKey.LEADER_AND_ISR, 5, forged)
+    # a certificate from the same CA, but not the controller's: CLUSTER_AUTHORIZATION_FAILED, nothing applied
+    stop_replica_request = stop_replica(4, epoch_of(broker), {"orders": [0]}, delete=True)
+    stop_replica_request["controller_id"] = controller.controller_id
+    before = len(broker.of_kind("become_follower")) + len(broker.of_kind("become_leader"))
+    outsider = secured.tls(secured.secure.client_certificate("mallory"))
+    connection = await KafkaConnection.open(
+        host, port, client_id="outsider", security=outsider, connect_timeout=5
+    )
+    try:
+        for api_key, version, body in (
+            (ApiKey.LEADER_AND_ISR, 5, forged),
+            (ApiKey.STOP_REPLICA, 4, stop_replica_request),
+        ):
+            _, answer = await connection.send(api_key, version, body, timeout=15)
+            assert answer["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    finally:
+        await connection.close()
+    assert len(broker.of_kind("become_follower")) + len(broker.of_kind("become_leader")) == before
+    denied = broker.of_kind("authorization_denied")
+    assert {e["api"] for e in denied} >= {"LeaderAndIsr", "StopReplica"}
+    assert all(e["principal"] == "User:CN=mallory,OU=clients,O=kafka-zk" for e in denied)
+    # ... and so does AlterPartition at the controller
+    rpc_host, rpc_port = controller.rpc_address()
+    connection = await KafkaConnection.open(
+        rpc_host, rpc_port, client_id="outsider", security=outsider, connect_timeout=5
+    )
+    try:
+        data, _ = await secured.zk.get(znodes.partition_state_path("orders", 0))
+        state = znodes.decode_leader_isr_state(data, "state")
+        assert state is not None
+        request = alter_partition_request(1, epoch_of(broker), "orders", state, 0, [1], version=1)
+        _, answer = await connection.send(ApiKey.ALTER_PARTITION, 1, request, timeout=15)
+        assert answer["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    finally:
+        await connection.close()
+    assert controller.of_kind("authorization_denied")
+
+
+async def _send_once(
+    host: str, port: int, security: ClientSecurity, api_key: ApiKey, version: int, body: dict[str, Any]
+) -> dict[str, Any]:
+    connection = await KafkaConnection.open(
+        host, port, client_id="outsider", security=security, connect_timeout=5
+    )
+    try:
+        _, answer = await connection.send(api_key, version, body, timeout=15)
+        return answer
+    finally:
+        await connection.close()
+
+
+async def test_zookeeper_refuses_whoever_lacks_the_clusters_identity(
+    secured: Secured, zk_connect: str
+) -> None:
+    outsider = KazooClient(hosts=zk_connect)
+    await asyncio.to_thread(outsider.start, 15)
+    try:
+        data, _ = await asyncio.to_thread(outsider.get, znodes.CONTROLLER)  # world-readable, as in Kafka
+        assert data
+        for what, action in (
+            ("delete /controller", lambda: outsider.delete(znodes.CONTROLLER)),
+            ("rewrite a topic", lambda: outsider.set(znodes.topic_path("orders"), b"{}")),
+            ("register a broker", lambda: outsider.create("/brokers/ids/7", b"{}", ephemeral=True)),
+            ("read SCRAM credentials", lambda: outsider.get("/config/users/alice")),
+        ):
+            with pytest.raises(NoAuthError):
+                await asyncio.to_thread(action)
+                pytest.fail(f"an unauthenticated client could {what}")
+    finally:
+        await asyncio.to_thread(outsider.stop)
+    # a broker started with another ZooKeeper identity cannot register
+    intruder = secured.cluster.broker(
+        7, **{**secured.secure.broker(7), "zookeeper.auth.digest": "intruder:x"}
+    )
+    await wait_until(lambda: intruder.process is not None and intruder.process.poll() is not None, timeout=60,
+                     what="the intruder exits")  # fmt: skip
+    assert "NoAuth" in intruder.tail(), intruder.tail()
