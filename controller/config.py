@@ -42,6 +42,7 @@ from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_lo
 from security.authorizer import AUTHORIZER_KEYS, AuthorizerSettings
 from security.config import (
     LISTENER_SECURITY_PROTOCOL_MAP,
+    PROTOCOLS,
     SECURITY_KEYS,
     ClientSecurity,
     ListenerSecurity,
@@ -243,7 +244,9 @@ def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
             raise ConfigError("advertised.listeners", "must name the one listener of listeners")
         advertised = adv[0]
     name = listeners[0].listener_name
-    protocol = security_protocols(loaded, [name])[name]
+    # Unmapped, a listener not named after a protocol is PLAINTEXT: the RPC listener predates the map.
+    unmapped = not loaded["listener.security.protocol.map"] and name not in PROTOCOLS
+    protocol = "PLAINTEXT" if unmapped else security_protocols(loaded, [name])[name]
     session_ms = loaded["zookeeper.session.timeout.ms"]
     connection_ms = loaded["zookeeper.connection.timeout.ms"] or session_ms
     return ControllerConfig(

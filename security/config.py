@@ -20,6 +20,7 @@ from security.tls import CLIENT_AUTH, TlsSettings, client_context, server_contex
 
 __all__ = [
     "LISTENER_SECURITY_PROTOCOL_MAP",
+    "PROTOCOLS",
     "SECURITY_KEYS",
     "SERVED_MECHANISMS",
     "ClientSecurity",
