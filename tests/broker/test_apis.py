@@ -561,7 +561,13 @@ def test_on_handled_sees_the_top_level_error(broker: Broker) -> None:
 def test_api_without_a_handler_closes_the_connection(broker: Broker) -> None:
     request = as_request(ApiKey.CONTROLLED_SHUTDOWN, 2, {"broker_id": 1, "broker_epoch": EPOCH})
     assert isinstance(broker.apis.handle(request), Close)
-    assert broker.apis.api_keys == frozenset(CONTROL)
+    # SASL's requests are served too: past authentication they get ILLEGAL_SASL_STATE, as in Kafka
+    assert broker.apis.api_keys == frozenset(CONTROL) | {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
+
+
+def test_sasl_requests_after_authentication_are_an_illegal_state(broker: Broker) -> None:
+    answer = send(broker, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    assert answer["error_code"] == ErrorCode.ILLEGAL_SASL_STATE
 
 
 def test_registered_handler_serves_its_api(broker: Broker) -> None:
