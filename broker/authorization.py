@@ -127,15 +127,32 @@ class _Check:
         response_field: str,
         key: str,
         code: ErrorCode,
+        name_of: Callable[[Any], str] = str,
     ) -> Gate:
-        """Split a request listing bare resource names (DeleteTopics, DeleteGroups)."""
-        listed: list[str] = self.body.get(request_field) or []
-        refused = [n for n in listed if not self.allowed(operation, resource_type, n)]
+        """Split a request listing named resources (bare names, or entries ``name_of`` names) whose
+        answer has one result per name (CreateTopics, DeleteTopics, CreatePartitions, the group APIs)."""
+        listed = self.body.get(request_field) or []
+        refused = [r for r in listed if not self.allowed(operation, resource_type, name_of(r))]
         if not refused:
             return self.gate()
-        body = {**self.body, request_field: [n for n in listed if n not in refused]}
-        entries = error_entries(self.api_key, self.version, response_field, [{key: n} for n in refused], code)
+        body = {**self.body, request_field: [r for r in listed if r not in refused]}
+        given = [{key: name_of(r)} for r in refused]
+        entries = error_entries(self.api_key, self.version, response_field, given, code)
         return Gate(body, merge=(response_field, entries), denials=self.denials)
+
+    def keep_described(self, response_field: str, resource_type: ResourceType, key: str) -> Gate:
+        """Run the request, then list only what the principal may describe (Metadata, ListGroups)."""
+        authorizer, principal, host = self.authorizer, self.principal, self.host
+
+        def keep(response: Body) -> Body:
+            response[response_field] = [
+                entry
+                for entry in response[response_field]
+                if authorizer.snapshot.authorize(principal, host, Op.DESCRIBE, resource_type, entry[key])
+            ]
+            return response
+
+        return self.gate(keep=keep)
 
     def run(self) -> Gate:
         rule = _RULES.get(self.api_key)
@@ -171,17 +188,7 @@ def _offset_for_leader_epoch(c: _Check) -> Gate:
 
 def _metadata(c: _Check) -> Gate:
     if c.body.get("topics") is None:  # all topics: list only those the principal may describe
-        authorizer, principal, host = c.authorizer, c.principal, c.host
-
-        def keep(response: Body) -> Body:
-            response["topics"] = [
-                t
-                for t in response["topics"]
-                if authorizer.snapshot.authorize(principal, host, Op.DESCRIBE, TOPIC, t["name"])
-            ]
-            return response
-
-        return c.gate(keep=keep)
+        return c.keep_described("topics", TOPIC, "name")
     gate = c.topics(Op.DESCRIBE)
     creates = c.quiet(Op.CREATE, CLUSTER, CLUSTER_NAME) or all(
         c.quiet(Op.CREATE, TOPIC, t["name"]) for t in gate.body.get("topics") or []
@@ -225,17 +232,7 @@ def _delete_groups(c: _Check) -> Gate:
 def _list_groups(c: _Check) -> Gate:
     if c.quiet(Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
         return c.gate()
-    authorizer, principal, host = c.authorizer, c.principal, c.host
-
-    def keep(response: Body) -> Body:
-        response["groups"] = [
-            g
-            for g in response["groups"]
-            if authorizer.snapshot.authorize(principal, host, Op.DESCRIBE, GROUP, g["group_id"])
-        ]
-        return response
-
-    return c.gate(keep=keep)
+    return c.keep_described("groups", GROUP, "group_id")
 
 
 def _init_producer_id(c: _Check) -> Gate:
@@ -249,17 +246,15 @@ def _init_producer_id(c: _Check) -> Gate:
     return c.whole(ok, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
+def _topic_name(entry: Body) -> str:
+    return str(entry["name"])
+
+
 def _create_topics(c: _Check) -> Gate:
     if c.quiet(Op.CREATE, CLUSTER, CLUSTER_NAME):
         return c.gate()
-    listed = c.body.get("topics") or []
-    refused = [t for t in listed if not c.allowed(Op.CREATE, TOPIC, t["name"])]
-    if not refused:
-        return c.gate()
     code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    entries = error_entries(c.api_key, c.version, "topics", [{"name": t["name"]} for t in refused], code)
-    body = {**c.body, "topics": [t for t in listed if t not in refused]}
-    return Gate(body, merge=("topics", entries), denials=c.denials)
+    return c.names(Op.CREATE, TOPIC, "topics", "topics", "name", code, _topic_name)
 
 
 def _delete_topics(c: _Check) -> Gate:
@@ -268,13 +263,8 @@ def _delete_topics(c: _Check) -> Gate:
 
 
 def _create_partitions(c: _Check) -> Gate:
-    listed = c.body.get("topics") or []
-    refused = [t for t in listed if not c.allowed(Op.ALTER, TOPIC, t["name"])]
-    if not refused:
-        return c.gate()
     code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    entries = error_entries(c.api_key, c.version, "results", [{"name": t["name"]} for t in refused], code)
-    return Gate({**c.body, "topics": [t for t in listed if t not in refused]}, merge=("results", entries))
+    return c.names(Op.ALTER, TOPIC, "topics", "results", "name", code, _topic_name)
 
 
 def _configs(operation: AclOperation, response_field: str) -> Callable[[_Check], Gate]:
