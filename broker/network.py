@@ -502,29 +502,26 @@ class Listener:
     async def _authenticate(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str, ip: str
     ) -> str | None:
-        security = self.security
-        if security is None or security.plaintext:
+        if self.security is None:
             return ANONYMOUS
         try:
-            async with asyncio.timeout(self.idle_s):
-                return await authenticate(
-                    reader,
-                    writer,
-                    security,
-                    credentials=self.credentials,
-                    api_versions=self._api_versions,
-                    unsupported=self.unsupported,
-                )
+            return await authenticate(
+                reader,
+                writer,
+                self.security,
+                credentials=self.credentials,
+                api_versions=self._api_versions,
+                unsupported=self.unsupported,
+                timeout_s=self.idle_s,
+            )
         except asyncio.CancelledError:  # the listener is closing
             if self.quotas is not None:
                 self.quotas.release(self.name, ip)
             writer.close()
             return None
-        except (AuthenticationFailed, TimeoutError, ConnectionError) as exc:
+        except (AuthenticationFailed, ConnectionError) as exc:
             kind = exc.kind if isinstance(exc, AuthenticationFailed) else "idle"
-            reason = (
-                exc.reason if isinstance(exc, AuthenticationFailed) else f"not authenticated in time: {exc!r}"
-            )
+            reason = exc.reason if isinstance(exc, AuthenticationFailed) else f"not authenticated: {exc!r}"
             log.warning("listener %s: closing connection from %s: %s", self.name, peer, reason)
             if self.on_closed is not None:
                 self.on_closed(self.name, f"authentication_{kind}")

@@ -206,27 +206,22 @@ class RequestServer:
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
         """The peer's principal; _CloseConnection when TLS or SASL fails (or takes too long)."""
-        security = self.security
-        if security is None or security.plaintext:
+        if self.security is None:
             return ANONYMOUS
         try:
-            async with asyncio.timeout(self.idle_s):
-                return await authenticate(
-                    reader,
-                    writer,
-                    security,
-                    credentials=self.credentials,
-                    api_versions=self._no_api_versions,
-                    unsupported=self._unsupported,
-                )
+            return await authenticate(
+                reader,
+                writer,
+                self.security,
+                credentials=self.credentials,
+                api_versions=self._no_api_versions,
+                unsupported=self._unsupported,
+                timeout_s=self.idle_s,
+            )
         except AuthenticationFailed as exc:
             if self.on_closed is not None:
                 self.on_closed(self.name, f"authentication_{exc.kind}")
             raise _CloseConnection(exc.reason) from None
-        except TimeoutError:
-            if self.on_closed is not None:
-                self.on_closed(self.name, "authentication_idle")
-            raise _CloseConnection("did not authenticate in time (connections.max.idle.ms)") from None
 
     @staticmethod
     def _no_api_versions(header: RequestHeader) -> bytes:

@@ -66,15 +66,38 @@ async def authenticate(
     credentials: CredentialLookup | None,
     api_versions: Callable[[RequestHeader], bytes],
     unsupported: Callable[[UnsupportedVersionError], bytes],
+    timeout_s: float | None = None,
 ) -> str:
-    """The principal of this connection, or AuthenticationFailed (the caller closes it)."""
+    """The principal of this connection, or AuthenticationFailed (the caller closes it).
+
+    ``timeout_s`` (``connections.max.idle.ms``) bounds the whole exchange, so a peer that stalls
+    while authenticating holds no more than its socket.
+    """
+    if security.plaintext:
+        return ANONYMOUS
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _authenticate(reader, writer, security, credentials, api_versions, unsupported)
+    except TimeoutError:
+        reason = f"did not authenticate within {timeout_s:g} s (connections.max.idle.ms)"
+        raise AuthenticationFailed(reason, "idle") from None
+
+
+async def _authenticate(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    security: ListenerSecurity,
+    credentials: CredentialLookup | None,
+    api_versions: Callable[[RequestHeader], bytes],
+    unsupported: Callable[[UnsupportedVersionError], bytes],
+) -> str:
     principal = ANONYMOUS
     if security.tls is not None:
         ssl_object = writer.get_extra_info("ssl_object")
         if ssl_object is None:
             raise AuthenticationFailed("an SSL listener's connection without TLS", "ssl_handshake")
         try:
-            principal = security.mapper.principal(ssl_object.getpeercert() if ssl_object else None)
+            principal = security.mapper.principal(ssl_object.getpeercert())
         except NoMatchingRule as exc:
             raise AuthenticationFailed(str(exc), "principal") from None
     if security.sasl:
