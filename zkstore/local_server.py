@@ -24,6 +24,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -201,17 +202,42 @@ def find_java(environ: Mapping[str, str] | None = None) -> str:
 
 
 def find_free_port(host: str = LOOPBACK) -> int:
-    """A port the kernel considers free right now (bind to 0, read it, release it)."""
+    """A port free right now, below the kernel's ephemeral range (see :func:`_free_ports`)."""
     return _free_ports(1, host)[0]
 
 
+LISTEN_PORTS = (10000, 32768)
+"""Where servers started here listen: below Linux's default ephemeral range (32768-60999), from which
+the kernel picks the source port of every outgoing connection. A port taken from that range with
+``bind(0)`` can be handed to some client's ``connect`` before the daemon that was told to use it
+binds it ("address already in use"); below it, only another listener can take it."""
+
+
+def _ephemeral_floor() -> int:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return LISTEN_PORTS[1]
+    return low
+
+
 def _free_ports(count: int, host: str = LOOPBACK) -> list[int]:
-    """Distinct free ports: all sockets stay bound until every port is picked."""
+    """Distinct free ports, drawn at random below the ephemeral range; every socket stays bound until
+    all are picked. Falls back to ``bind(0)`` where that range leaves too little room."""
+    low, high = LISTEN_PORTS[0], min(LISTEN_PORTS[1], _ephemeral_floor())
+    rng = random.SystemRandom()
     with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
+        ports: list[int] = []
+        attempts = 0
+        while len(ports) < count:
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((host, 0))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            attempts += 1
+            port = rng.randrange(low, high) if high - low > 1000 and attempts < 200 else 0
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
             ports.append(sock.getsockname()[1])
         return ports
 
