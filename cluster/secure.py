@@ -24,7 +24,13 @@ from zkstore.users import set_scram_credential
 __all__ = ["MECHANISM", "SecureCluster"]
 
 MECHANISM = "SCRAM-SHA-512"
-MAPPING_RULES = r"RULE:^CN=(broker|controller)-[0-9]+,OU=cluster,O=kafka-zk$/$1/,DEFAULT"
+MAPPING_RULES = (
+    r"RULE:^CN=(broker|controller)-[0-9]+,OU=cluster,O=kafka-zk$/$1/,"
+    r"RULE:^CN=([A-Za-z0-9._-]+),OU=clients,O=kafka-zk$/$1/,"
+    "DEFAULT"
+)
+"""Node certificates name the node's role (``User:broker``, ``User:controller``), client certificates
+their common name (``CN=alice,OU=clients,…`` is ``User:alice``, as a SCRAM login of alice would be)."""
 SUPER_USERS = "User:broker;User:controller;User:admin"
 PROTOCOL_MAP = "CLIENT:SASL_SSL,INTERNAL:SSL,CONTROLLER:SSL"
 
@@ -92,7 +98,7 @@ class SecureCluster:
         }
 
     def client_certificate(self, name: str) -> Path:
-        """A keystore for a client authenticating with its certificate (``User:CN=<name>,OU=clients,…``)."""
+        """A keystore for a client authenticating with its certificate as ``User:<name>``."""
         return self.ca.issue(self.directory, name, unit="clients").keystore
 
     async def add_user(self, zk: AsyncZooKeeper, user: str, password: str) -> None:
