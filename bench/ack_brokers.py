@@ -8,10 +8,13 @@ bytes per API and records when it answered the latest request of each API, in ``
 seconds: the default asyncio loop's clock, shared by every process of the machine.
 
 Each broker has one listener, advertised as both ``CONTROLLER`` and ``PLAINTEXT``, and is registered
-in ZooKeeper (KIP-380 epochs) over one session per process unless ``--no-register`` is given.
+in ZooKeeper (KIP-380 epochs) over one session per process unless ``--no-register`` is given. With
+``--ssl-keystore`` and ``--ssl-truststore`` the listener serves TLS, requires a client certificate the
+truststore trusts (``ssl.client.auth=required``), and is registered with security protocol SSL, so a
+controller dials it over TLS; every broker of the run presents the same keystore.
 
     .venv/bin/python -m bench.ack_brokers --zookeeper CONNECT --brokers N [--first-id 1]
-        [--processes P] [--no-register] [--host 127.0.0.1]
+        [--processes P] [--no-register] [--host 127.0.0.1] [--ssl-keystore PEM --ssl-truststore PEM]
 
 prints ``{"brokers": {id: {"epoch", "port", "control_port"}}}`` once every broker listens (and is
 registered), runs until SIGTERM or SIGINT, then prints ``{"stats": {id: {...}}}`` and exits 0. With
@@ -28,6 +31,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -41,6 +45,7 @@ import uvloop
 from daemon.runtime import die_with_parent
 from protocol import ApiKey, ProtocolError, decode_request_header, encode_response, error_response_body
 from protocol.framing import DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX, frame_size
+from security.tls import TlsSettings, server_context
 from zkstore.aio import AsyncZooKeeper
 from zkstore.registration import register_broker
 from zkstore.znodes import BrokerRegistration, Endpoint
@@ -56,11 +61,14 @@ HEADER_PEEK = 512
 
 @dataclass(slots=True)
 class Stats:
-    """Per API key: requests answered, their bytes (size prefix included), and when the last was."""
+    """Per API key: requests answered, their bytes (size prefix included), and when the last was; and
+    the connections accepted, how many of them over TLS."""
 
     requests: Counter[int] = field(default_factory=Counter)
     bytes: Counter[int] = field(default_factory=Counter)
     last_response_at: dict[int, float] = field(default_factory=dict)
+    connections: int = 0
+    tls_connections: int = 0
 
     def as_json(self) -> dict[str, Any]:
         def named(values: dict[int, Any]) -> dict[str, Any]:
@@ -70,6 +78,8 @@ class Stats:
             "requests": named(self.requests),
             "bytes": named(self.bytes),
             "last_response_at": named(self.last_response_at),
+            "connections": self.connections,
+            "tls_connections": self.tls_connections,
         }
 
 
@@ -108,6 +118,8 @@ class _AckProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # uvloop's transports are no asyncio.Transport subclasses
+        self.stats.connections += 1
+        self.stats.tls_connections += transport.get_extra_info("ssl_object") is not None
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -165,9 +177,10 @@ class _AckProtocol(asyncio.Protocol):
 class AckBroker:
     """One broker id: a listener, and optionally its registration (the epoch is its znode's czxid)."""
 
-    def __init__(self, broker_id: int, host: str) -> None:
+    def __init__(self, broker_id: int, host: str, tls: ssl.SSLContext | None = None) -> None:
         self.broker_id = broker_id
         self.host = host
+        self.tls = tls
         self.stats = Stats()
         self.epoch = -1
         self.port = 0
@@ -175,14 +188,18 @@ class AckBroker:
 
     async def listen(self) -> None:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _AckProtocol(self.stats), self.host, 0, backlog=512)
+        self._server = await loop.create_server(
+            lambda: _AckProtocol(self.stats), self.host, 0, backlog=512, ssl=self.tls
+        )
         self.port = self._server.sockets[0].getsockname()[1]
 
     def registration(self) -> BrokerRegistration:
         return BrokerRegistration(
             broker_id=self.broker_id,
             endpoints=tuple(Endpoint(name, self.host, self.port) for name in LISTENERS),
-            listener_security_protocol_map=dict.fromkeys(LISTENERS, "PLAINTEXT"),
+            listener_security_protocol_map=dict.fromkeys(
+                LISTENERS, "PLAINTEXT" if self.tls is None else "SSL"
+            ),
             timestamp=int(time.time() * 1000),
         )
 
@@ -199,8 +216,19 @@ class AckBroker:
         return {"epoch": self.epoch, "port": self.port, "control_port": self.port}
 
 
+def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The listeners' TLS context (client certificates required), or None for PLAINTEXT."""
+    if args.ssl_keystore is None:
+        return None
+    settings = TlsSettings(
+        keystore_location=args.ssl_keystore, truststore_location=args.ssl_truststore, client_auth="required"
+    )
+    return server_context(settings)
+
+
 async def _serve(args: argparse.Namespace) -> None:
-    brokers = [AckBroker(i, args.host) for i in range(args.first_id, args.first_id + args.brokers)]
+    tls = _tls(args)
+    brokers = [AckBroker(i, args.host, tls) for i in range(args.first_id, args.first_id + args.brokers)]
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -252,6 +280,8 @@ def _child_command(args: argparse.Namespace, first_id: int, count: int) -> list[
         command += ["--zookeeper", args.zookeeper]
     if args.no_register:
         command.append("--no-register")
+    if args.ssl_keystore is not None:
+        command += ["--ssl-keystore", args.ssl_keystore, "--ssl-truststore", args.ssl_truststore]
     return command
 
 
@@ -312,7 +342,8 @@ class BrokerInfo:
 
 
 def merge_stats(stats: dict[str, Any]) -> dict[str, Any]:
-    """Totals over brokers per API: requests, bytes, and the latest ``last_response_at``."""
+    """Totals over brokers per API: requests, bytes, and the latest ``last_response_at``; and the
+    connections accepted, and of them over TLS."""
     requests: Counter[str] = Counter()
     sizes: Counter[str] = Counter()
     last: dict[str, float] = {}
@@ -321,7 +352,13 @@ def merge_stats(stats: dict[str, Any]) -> dict[str, Any]:
         sizes.update(broker["bytes"])
         for api, at in broker["last_response_at"].items():
             last[api] = max(at, last.get(api, at))
-    return {"requests": dict(requests), "bytes": dict(sizes), "last_response_at": last}
+    return {
+        "requests": dict(requests),
+        "bytes": dict(sizes),
+        "last_response_at": last,
+        "connections": sum(broker.get("connections", 0) for broker in stats.values()),
+        "tls_connections": sum(broker.get("tls_connections", 0) for broker in stats.values()),
+    }
 
 
 class AckBrokers:
@@ -335,10 +372,15 @@ class AckBrokers:
         first_id: int = 1,
         processes: int = 1,
         host: str = "127.0.0.1",
+        tls: tuple[os.PathLike[str] | str, os.PathLike[str] | str] | None = None,
     ) -> None:
+        """``tls``: (keystore, truststore) PEM files to serve mutual TLS with; None serves PLAINTEXT."""
         self.command = [sys.executable, "-m", "bench.ack_brokers", "--brokers", str(brokers)]
         self.command += ["--first-id", str(first_id), "--processes", str(processes), "--host", host]
         self.command += ["--zookeeper", zookeeper] if zookeeper else ["--no-register"]
+        if tls is not None:
+            keystore, truststore = tls
+            self.command += ["--ssl-keystore", os.fspath(keystore), "--ssl-truststore", os.fspath(truststore)]
         self.process: subprocess.Popen[str] | None = None
         self.brokers: dict[int, BrokerInfo] = {}
 
@@ -400,7 +442,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on and advertise")
     parser.add_argument("--session-timeout-ms", type=int, default=30_000)
     parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--ssl-keystore", help="serve TLS with this PEM keystore (key, then chain)")
+    parser.add_argument("--ssl-truststore", help="PEM CA certificates that client certificates must chain to")
     args = parser.parse_args(argv)
+    if (args.ssl_keystore is None) != (args.ssl_truststore is None):
+        parser.error("--ssl-keystore and --ssl-truststore go together (clients must present certificates)")
     if not args.no_register and not args.zookeeper:
         parser.error("--zookeeper is required unless --no-register is given")
     if args.brokers < 1 or args.processes < 1:

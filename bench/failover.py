@@ -12,14 +12,21 @@ log (events.jsonl):
   carries the new controller epoch (the headline figure, median of the runs; target <= 7 s at 100k
   partitions);
 * ``failover_complete``'s ``duration_ms`` (loading and queueing, without waiting for brokers);
+* a floor: one multi-read of every partition-state znode, timed alone before the runs (the controller
+  reads them all), and the headline's ratio to it;
 * requests and bytes as the brokers counted them, and the controller's peak RSS (VmHWM);
-* the controller's CPU seconds (start-up included) and the share of the time some task of the machine
-  waited for a CPU (Linux PSI): on a loaded machine wall times grow, CPU seconds much less.
+* the controller's CPU seconds (start-up included), the ack brokers' (one process only) and the share
+  of the time some task of the machine waited for a CPU (Linux PSI): on a loaded machine wall times
+  grow, CPU seconds much less.
+
+``--security ssl`` runs the controller and the ack brokers with mutual TLS (``MutualTls``: the secure
+layout's certificates, the brokers registered with an SSL listener); ``bench.tls`` runs both beside
+each other.
 
 Results go to bench/results/failover.json and a table on stdout.
 
     .venv/bin/python -m bench.failover [--partitions 10000,50000,100000] [--brokers 3,200] [--runs 3]
-        [--quick] [--heap 2g] [--out PATH]
+        [--security plaintext|ssl] [--quick] [--heap 2g] [--out PATH]
 """
 
 from __future__ import annotations
@@ -33,16 +40,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench.ack_brokers import AckBrokers, merge_stats
 from bench.machine import machine, write_report
-from bench.zk_populate import Cluster, ensure_chroot, populate
+from bench.zk_populate import Cluster, Populated, ensure_chroot, populate
 from bench.zookeeper import zookeeper_workdir
+from cluster.secure import SecureCluster
 from daemon.runtime import die_with_parent
+from security.config import ClientSecurity
+from security.tls import TlsSettings, client_context
+from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
+from zkstore.batch_read import get_data_many
 from zkstore.local_server import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -248,51 +261,193 @@ async def one_failover(
     return timeline(run), peak, cpu, stalled
 
 
+SECURITY = ("plaintext", "ssl")
+TLS_KEYS = ("ssl.keystore.location", "ssl.truststore.location", "ssl.client.auth")
+
+
+@dataclass(frozen=True)
+class MutualTls:
+    """The TLS part of the secure layout (``cluster.secure``), without its ACLs or ZooKeeper ACLs.
+
+    The controller's RPC listener is SSL and it dials SSL brokers with its own certificate; the ack
+    brokers serve TLS with a broker certificate and require the controller's. ZooKeeper stays plain.
+    """
+
+    controller: dict[str, Any]
+    """Controller settings: the SSL RPC listener, keystore, truststore and client auth."""
+    broker: dict[str, Any]
+    """Broker 1's keystore, truststore and client auth (every ack broker presents this certificate)."""
+
+    @classmethod
+    def create(cls, directory: Path, controller_id: int = 1001) -> MutualTls:
+        """A throwaway CA and certificates in ``directory``."""
+        secure = SecureCluster.create(directory)
+        controller = secure.controller(controller_id)
+        broker = secure.broker(1)
+        return cls(
+            {k: controller[k] for k in ("listeners", "listener.security.protocol.map", *TLS_KEYS)},
+            {k: broker[k] for k in TLS_KEYS},
+        )
+
+    @property
+    def ack_files(self) -> tuple[Path, Path]:
+        """(keystore, truststore) for ``AckBrokers``."""
+        return Path(self.broker["ssl.keystore.location"]), Path(self.broker["ssl.truststore.location"])
+
+    def controller_client(self) -> ClientSecurity:
+        """How a stand-in controller dials an SSL listener: the controller's certificate, the CA trusted."""
+        settings = TlsSettings(
+            keystore_location=str(self.controller["ssl.keystore.location"]),
+            truststore_location=str(self.controller["ssl.truststore.location"]),
+        )
+        return ClientSecurity("SSL", client_context(settings))
+
+
+def state_paths(cluster: Cluster) -> list[str]:
+    """Every partition-state znode ``bench.zk_populate`` writes for ``cluster``."""
+    paths = []
+    for t in range(-(-cluster.partitions // cluster.per_topic)):
+        count = min(cluster.per_topic, cluster.partitions - t * cluster.per_topic)
+        paths += [znodes.partition_state_path(cluster.topic(t), p) for p in range(count)]
+    return paths
+
+
+async def time_state_read(zk: AsyncZooKeeper, cluster: Cluster) -> float:
+    """Seconds to multi-read every partition state: a floor no failover can beat (it reads them all)."""
+    paths = state_paths(cluster)
+    began = time.perf_counter()
+    results = await get_data_many(zk, paths)
+    seconds = time.perf_counter() - began
+    failed = [r for r in results if isinstance(r, Exception)]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(paths)} partition states unreadable: {failed[0]!r}")
+    return seconds
+
+
+class FailoverCase:
+    """One cluster in its own chroot with its ack brokers; each ``failover`` starts a controller that
+    takes over from the one before, and ``result`` summarizes them (the median run is the headline)."""
+
+    def __init__(
+        self,
+        server: ZooKeeperServer,
+        partitions: int,
+        brokers: int,
+        workdir: Path,
+        *,
+        tls: MutualTls | None = None,
+        timeout: float = 180.0,
+    ) -> None:
+        self.security = "plaintext" if tls is None else "ssl"
+        self.name = f"{partitions}-{brokers}" + ("" if tls is None else "-ssl")
+        self.connect = f"{server.connect_string}/failover-{self.name}"
+        self.cluster = Cluster(partitions, tuple(range(1, brokers + 1)))
+        self.workdir = workdir
+        self.timeout = timeout
+        self.controller_settings = {} if tls is None else tls.controller
+        self.ack_processes = -(-brokers // BROKERS_PER_ACK_PROCESS)
+        self.ack = AckBrokers(
+            brokers,
+            zookeeper=self.connect,
+            processes=self.ack_processes,
+            tls=None if tls is None else tls.ack_files,
+        )
+        self.populated: Populated | None = None
+        self.state_read_s: float | None = None
+        self.runs: list[dict[str, Any]] = []
+        self.stats: dict[str, Any] = {}
+
+    @property
+    def partitions(self) -> int:
+        return self.cluster.partitions
+
+    @property
+    def brokers(self) -> int:
+        return len(self.cluster.brokers)
+
+    async def start(self) -> None:
+        """Populate the chroot, time the floor read, and start the ack brokers (``stop`` them after)."""
+        await ensure_chroot(self.connect)
+        zk = AsyncZooKeeper(self.connect)
+        await zk.start()
+        try:
+            self.populated = await populate(zk, self.cluster)
+            self.state_read_s = await time_state_read(zk, self.cluster)
+        finally:
+            await zk.close()
+        self.ack.start()
+
+    async def failover(self) -> dict[str, Any]:
+        """One takeover, until every broker acknowledged it; its figures, also kept in ``runs``."""
+        run = ControllerRun(
+            self.workdir / f"controller-{self.name}-{len(self.runs)}",
+            self.connect,
+            **self.controller_settings,
+        )
+        # Only a single ack process's CPU is its own; a supervisor's children are not counted in it.
+        ack_before = cpu_seconds(self.ack.pid) if self.ack_processes == 1 else None
+        line, peak, cpu, stalled = await one_failover(run, self.brokers, self.timeout)
+        ack_after = cpu_seconds(self.ack.pid) if ack_before is not None else None
+        record = {
+            **line,
+            "controller_peak_rss_mib": peak,
+            "controller_cpu_s": cpu,
+            "ack_brokers_cpu_s": None
+            if ack_before is None or ack_after is None
+            else round(ack_after - ack_before, 2),
+            "cpu_stall_share": stalled,
+        }
+        self.runs.append(record)
+        return record
+
+    def stop(self) -> None:
+        """Stop the ack brokers and keep their request and byte counts."""
+        self.stats = merge_stats(self.ack.stop())
+
+    def result(self) -> dict[str, Any]:
+        runs, stats = self.runs, self.stats
+        assert runs and self.populated is not None and self.state_read_s is not None
+        headline = sorted(runs, key=lambda r: r["elected_to_last_response_s"])[(len(runs) - 1) // 2]
+        result = {
+            "partitions": self.partitions,
+            "brokers": self.brokers,
+            "security": self.security,
+            "ack_processes": self.ack_processes,
+            "populate_s": round(self.populated.seconds, 3),
+            "znodes": self.populated.znodes,
+            "partition_state_read_s": round(self.state_read_s, 3),
+            **headline,
+            "over_state_read": round(headline["elected_to_last_response_s"] / self.state_read_s, 2),
+            "all_elected_to_last_response_s": [r["elected_to_last_response_s"] for r in runs],
+            "all_failover_complete_ms": [r["failover_complete_ms"] for r in runs],
+            "all_controller_cpu_s": [r["controller_cpu_s"] for r in runs],
+            "all_ack_brokers_cpu_s": [r["ack_brokers_cpu_s"] for r in runs],
+            "requests_per_failover": {k: v / len(runs) for k, v in stats.get("requests", {}).items()},
+            "bytes_per_failover": {k: v / len(runs) for k, v in stats.get("bytes", {}).items()},
+            "total_requests": sum(stats.get("requests", {}).values()) // len(runs),
+            "total_bytes": sum(stats.get("bytes", {}).values()) // len(runs),
+            "broker_connections": stats.get("connections", 0),
+            "broker_tls_connections": stats.get("tls_connections", 0),
+        }
+        if self.partitions >= TARGET_PARTITIONS:
+            result["target_s"] = TARGET_S
+            result["target_met"] = result["elected_to_last_response_s"] <= TARGET_S
+        return result
+
+
 async def run_case(
     server: ZooKeeperServer, partitions: int, brokers: int, workdir: Path, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One cluster, ``args.runs`` controllers in turn: each takes over from the one before."""
-    connect = f"{server.connect_string}/failover-{partitions}-{brokers}"
-    await ensure_chroot(connect)
-    zk = AsyncZooKeeper(connect)
-    await zk.start()
+    tls = MutualTls.create(workdir / "tls") if args.security == "ssl" else None
+    case = FailoverCase(server, partitions, brokers, workdir, tls=tls, timeout=args.timeout)
     try:
-        populated = await populate(zk, Cluster(partitions, tuple(range(1, brokers + 1))))
+        await case.start()
+        for _ in range(args.runs):
+            await case.failover()
     finally:
-        await zk.close()
-    processes = -(-brokers // BROKERS_PER_ACK_PROCESS)
-    ack = AckBrokers(brokers, zookeeper=connect, processes=processes)
-    runs = []
-    try:
-        ack.start()
-        for i in range(args.runs):
-            run = ControllerRun(workdir / f"controller-{partitions}-{brokers}-{i}", connect)
-            line, peak, cpu, stalled = await one_failover(run, brokers, args.timeout)
-            runs.append(
-                {**line, "controller_peak_rss_mib": peak, "controller_cpu_s": cpu, "cpu_stall_share": stalled}
-            )
-    finally:
-        stats = merge_stats(ack.stop())
-    headline = sorted(runs, key=lambda r: r["elected_to_last_response_s"])[(len(runs) - 1) // 2]
-    result = {
-        "partitions": partitions,
-        "brokers": brokers,
-        "ack_processes": processes,
-        "populate_s": round(populated.seconds, 3),
-        "znodes": populated.znodes,
-        **headline,
-        "all_elected_to_last_response_s": [r["elected_to_last_response_s"] for r in runs],
-        "all_failover_complete_ms": [r["failover_complete_ms"] for r in runs],
-        "all_controller_cpu_s": [r["controller_cpu_s"] for r in runs],
-        "requests_per_failover": {k: v / len(runs) for k, v in stats["requests"].items()},
-        "bytes_per_failover": {k: v / len(runs) for k, v in stats["bytes"].items()},
-        "total_requests": sum(stats["requests"].values()) // len(runs),
-        "total_bytes": sum(stats["bytes"].values()) // len(runs),
-    }
-    if partitions >= TARGET_PARTITIONS:
-        result["target_s"] = TARGET_S
-        result["target_met"] = result["elected_to_last_response_s"] <= TARGET_S
-    return result
+        case.stop()
+    return case.result()
 
 
 async def run_all(server: ZooKeeperServer, args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
@@ -312,12 +467,23 @@ async def run_all(server: ZooKeeperServer, args: argparse.Namespace, workdir: Pa
 
 
 def print_table(results: list[dict[str, Any]]) -> None:
-    columns = ("brokers", "elect->ack s", "complete ms", "CPU s", "CPU stall", "requests", "MB", "peak MiB")
+    columns = (
+        "brokers",
+        "elect->ack s",
+        "floor s",
+        "complete ms",
+        "CPU s",
+        "CPU stall",
+        "requests",
+        "MB",
+        "peak MiB",
+    )
     print(f"{'partitions':>10}" + "".join(f"{c:>14}" for c in columns))
     for r in results:
         cells = (
             r["brokers"],
             f"{r['elected_to_last_response_s']:.2f}",
+            f"{r['partition_state_read_s']:.2f}",
             f"{r['failover_complete_ms']:.0f}",
             r["controller_cpu_s"],
             r["cpu_stall_share"],
@@ -337,6 +503,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="failovers per case; the median is reported")
     parser.add_argument(
         "--quick", action="store_true", help="one failover of 10,000 partitions over 3 brokers"
+    )
+    parser.add_argument(
+        "--security",
+        choices=SECURITY,
+        default="plaintext",
+        help="ssl: mutual TLS between the controller and the brokers (bench.tls compares both in one run)",
     )
     parser.add_argument("--heap", default="2g", help="the ZooKeeper JVM's -Xmx (every case stays in it)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for one failover")
@@ -359,6 +531,7 @@ def main() -> None:
         "command": " ".join([Path(sys.executable).name, "-m", "bench.failover", *sys.argv[1:]]),
         "zookeeper_heap": args.heap,
         "runs_per_case": args.runs,
+        "security": args.security,
         "replication_factor": 3,
         "target": {"partitions": TARGET_PARTITIONS, "elected_to_last_response_s_at_most": TARGET_S},
         "results": results,
