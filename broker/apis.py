@@ -198,6 +198,7 @@ class KafkaApis:
                 self.on_denied(request, denial)
         if gate.merge is not None or gate.keep is not None:
             request.finish = gate.finish
+        request.describable = gate.describable
         if gate.refusal is not None and header.api_key in CONTROL_APIS:
             return control_error(header.api_key, body, gate.refusal["error_code"]), body
         return gate.refusal, gate.body

@@ -45,7 +45,10 @@ class Gate:
     merge: tuple[str, list[Body]] | None = None
     """(response list field, refused entries) to add to the handler's answer."""
     keep: Callable[[Body], Body] | None = None
-    """Filters the handler's answer (Metadata for all topics, ListGroups)."""
+    """Filters the handler's answer (ListGroups)."""
+    describable: Callable[[str], bool] | None = None
+    """Which names the handler may list (Metadata for all topics, whose entries are encoded as they
+    are built, so they cannot be filtered afterwards)."""
     denials: list[Denial] = field(default_factory=list)
 
     def finish(self, response: Body) -> Body:
@@ -140,16 +143,17 @@ class _Check:
         entries = error_entries(self.api_key, self.version, response_field, given, code)
         return Gate(body, merge=(response_field, entries), denials=self.denials)
 
-    def keep_described(self, response_field: str, resource_type: ResourceType, key: str) -> Gate:
-        """Run the request, then list only what the principal may describe (Metadata, ListGroups)."""
+    def describable(self, resource_type: ResourceType) -> Callable[[str], bool]:
+        """Whether the principal may describe a resource of ``resource_type`` by that name."""
         authorizer, principal, host = self.authorizer, self.principal, self.host
+        return lambda name: authorizer.snapshot.authorize(principal, host, Op.DESCRIBE, resource_type, name)
+
+    def keep_described(self, response_field: str, resource_type: ResourceType, key: str) -> Gate:
+        """Run the request, then list only what the principal may describe (ListGroups)."""
+        describable = self.describable(resource_type)
 
         def keep(response: Body) -> Body:
-            response[response_field] = [
-                entry
-                for entry in response[response_field]
-                if authorizer.snapshot.authorize(principal, host, Op.DESCRIBE, resource_type, entry[key])
-            ]
+            response[response_field] = [e for e in response[response_field] if describable(e[key])]
             return response
 
         return self.gate(keep=keep)
@@ -188,7 +192,7 @@ def _offset_for_leader_epoch(c: _Check) -> Gate:
 
 def _metadata(c: _Check) -> Gate:
     if c.body.get("topics") is None:  # all topics: list only those the principal may describe
-        return c.keep_described("topics", TOPIC, "name")
+        return c.gate(describable=c.describable(TOPIC))
     gate = c.topics(Op.DESCRIBE)
     creates = c.quiet(Op.CREATE, CLUSTER, CLUSTER_NAME) or all(
         c.quiet(Op.CREATE, TOPIC, t["name"]) for t in gate.body.get("topics") or []

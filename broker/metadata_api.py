@@ -70,7 +70,11 @@ class MetadataApis:
         version = request.header.api_version
         cold = not snapshot.brokers
         requested = body["topics"]
-        names = sorted(snapshot.topics) if requested is None else [t["name"] for t in requested]
+        if requested is None:
+            listable = request.describable
+            names = sorted(n for n in snapshot.topics if listable is None or listable(n))
+        else:
+            names = [t["name"] for t in requested]
         # v1-v3 have no such field: Kafka lets them create topics
         create = requested is not None and not cold and body.get("allow_auto_topic_creation", True)
         encode = message_codec(ApiKey.METADATA, version, "response").element_encoder("topics")

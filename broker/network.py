@@ -84,6 +84,9 @@ class Request:
     finish: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, repr=False)
     """Adjusts the handler's answer before it is encoded (refused topics added, unauthorized ones
     left out)."""
+    describable: Callable[[str], bool] | None = field(default=None, repr=False)
+    """Which resources a listing may name (None: all); for a handler that encodes entries as it builds
+    them (Metadata for all topics), so that what may not be described is never built."""
 
     @property
     def host(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -78,7 +79,9 @@ class Client:
             lambda: (ApiKey.METADATA,),
         )
 
-    def raw(self, version: int, topics: list[str] | None = None) -> dict[str, Any]:
+    def raw(
+        self, version: int, topics: list[str] | None = None, describable: Callable[[str], bool] | None = None
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"topics": None if topics is None else [{"name": t} for t in topics]}
         if version >= 4:
             body["allow_auto_topic_creation"] = False
@@ -89,10 +92,13 @@ class Client:
         header, offset = decode_request_header(frame)
         future = cast("asyncio.Future[Result]", None)
         request = Request(header, frame, offset, LISTENER, "127.0.0.1:1", time.monotonic(), future)
+        request.describable = describable
         return self.apis.metadata(request, body)
 
-    def metadata(self, version: int, topics: list[str] | None = None) -> dict[str, Any]:
-        response = self.raw(version, topics)
+    def metadata(
+        self, version: int, topics: list[str] | None = None, describable: Callable[[str], bool] | None = None
+    ) -> dict[str, Any]:
+        response = self.raw(version, topics, describable)
         correlation_id, decoded = decode_response(
             ApiKey.METADATA, version, encode_response(ApiKey.METADATA, version, 7, response)
         )
@@ -166,3 +172,15 @@ def test_the_controller_id_clients_see_is_a_live_broker_never_the_controller_dae
     brokers = {b: CachedBroker(b, {"PLAINTEXT": ("127.0.0.1", 9000 + b)}) for b in (3, 2, 5)}
     assert admin_node(Snapshot(controller_id=100, brokers=brokers), own_id=5) == 2
     assert admin_node(Snapshot(controller_id=100), own_id=5) == 5  # cold cache: itself
+
+
+def test_all_topics_lists_only_what_the_principal_may_describe() -> None:
+    """The authorizer's filter reaches the handler: the topics are encoded as they are built, so a
+    filter applied to the finished answer would find bytes, not topics (a real client's Metadata for
+    all topics once closed its connection on an ACL-enabled broker)."""
+    client = Client()
+    update(client.cache, {"public": [state(0, 1)], "secret": [state(0, 2)]})
+    for version in (1, 4, 8):
+        listed = client.metadata(version, describable=lambda name: name != "secret")["topics"]
+        assert [t["name"] for t in listed] == ["public"]
+        assert [t["name"] for t in client.metadata(version)["topics"]] == ["public", "secret"]
