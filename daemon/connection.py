@@ -40,6 +40,11 @@ _CORRELATION_ID_LIMIT = 1 << 31
 """Correlation ids are int32 and never negative; they wrap back to 0."""
 
 
+TLS_SHUTDOWN_TIMEOUT_S = 2.0
+"""How long closing a TLS connection waits for the peer's close_notify (asyncio waits 30 s): a frozen
+or vanished peer must not hold up a controller that resigns or a broker that stops."""
+
+
 @dataclass(slots=True)
 class _InFlight:
     correlation_id: int
@@ -90,7 +95,13 @@ class KafkaConnection:
         tls = security.tls if security is not None else None
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
+                asyncio.open_connection(
+                    host,
+                    port,
+                    ssl=tls,
+                    server_hostname=host if tls else None,
+                    ssl_shutdown_timeout=TLS_SHUTDOWN_TIMEOUT_S if tls else None,
+                ),
                 connect_timeout,
             )
         except TimeoutError as exc:
