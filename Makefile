@@ -49,7 +49,7 @@ $(KAFKAJS):
 	else echo "npm not found: the kafkajs tests will be skipped"; fi
 
 run: install java
-	$(PY) -m cluster up --dir .run/cluster --kafka-ports
+	$(PY) -m cluster up --dir .run/cluster --kafka-ports $(if $(SECURE),--secure)
 
 test: install java clients
 	$(PY) -m pytest

@@ -177,7 +177,7 @@ async def run(config: RunConfig) -> RunResult:
     ]
     servers = launcher.bootstrap_servers(state)
     started = time.monotonic()
-    async with admin.connect(state["zookeeper_connect"]) as zk:
+    async with launcher.zookeeper_session(state) as zk:
         # The topic first: a run that cannot start (say, a replication factor above the brokers)
         # leaves no run directory behind for `list` and the audit.
         topics = {config.topic: "all", **({config.acks1_topic: "1"} if config.acks1_topic else {})}

@@ -245,14 +245,20 @@ def usage_error(message: str) -> int:
 # Where the cluster is
 
 
+def _local_cluster(args: argparse.Namespace) -> Path | None:
+    """--dir, else ``make run``'s cluster when neither --zookeeper nor $KAFKA_ZOOKEEPER_CONNECT says
+    otherwise (so the README's commands need no flags)."""
+    if args.dir is not None or args.zookeeper or os.environ.get(ZOOKEEPER_ENV):
+        return args.dir
+    return launcher.DEFAULT_DIR if launcher.state_path(launcher.DEFAULT_DIR).exists() else None
+
+
 def _zookeeper(args: argparse.Namespace) -> str:
-    """--zookeeper, else --dir's cluster.json, else $KAFKA_ZOOKEEPER_CONNECT, else ``make run``'s
-    cluster (so the README's commands need no flags), else Kafka's usual local address."""
+    """--zookeeper, else the local cluster's (see _local_cluster), else $KAFKA_ZOOKEEPER_CONNECT, else
+    Kafka's usual local address."""
     if args.zookeeper:
         return args.zookeeper
-    directory = args.dir
-    if directory is None and not os.environ.get(ZOOKEEPER_ENV):
-        directory = launcher.DEFAULT_DIR if launcher.state_path(launcher.DEFAULT_DIR).exists() else None
+    directory = _local_cluster(args)
     if directory is not None:
         connect = launcher.load_state(directory).get("zookeeper_connect")
         if not isinstance(connect, str) or not connect:
@@ -261,8 +267,17 @@ def _zookeeper(args: argparse.Namespace) -> str:
     return os.environ.get(ZOOKEEPER_ENV) or DEFAULT_ZOOKEEPER
 
 
+def _zk_config(args: argparse.Namespace) -> Path | None:
+    """--zk-config, else that of the local cluster whose ZooKeeper is used (a secure one has one)."""
+    given: Path | None = getattr(args, "zk_config", None)
+    if given is not None or args.zookeeper:
+        return given
+    directory = _local_cluster(args)
+    return launcher.zk_config(launcher.load_state(directory)) if directory is not None else None
+
+
 def with_zookeeper(args: argparse.Namespace, work: Callable[[AsyncZooKeeper], Awaitable[_T]]) -> _T:
-    zk_config = getattr(args, "zk_config", None)
+    zk_config = _zk_config(args)
     security = load_zk_security(zk_config) if zk_config is not None else None
 
     async def session() -> _T:

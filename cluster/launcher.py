@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,10 @@ from typing import Any
 from cluster import netns
 from cluster.netns import Network
 from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
+from cluster.secure import SecureCluster
+from daemon.zookeeper_config import load_zk_security
 from zkstore import admin, znodes
+from zkstore.aio import AsyncZooKeeper
 from zkstore.local_server import (
     LOOPBACK,
     ZooKeeperEnsemble,
@@ -38,6 +41,7 @@ from zkstore.local_server import (
     find_free_port,
     server_mode,
 )
+from zkstore.security import ZkSecurity
 
 STATE_FILE = "cluster.json"
 _STATE_LOCK = threading.Lock()
@@ -48,7 +52,7 @@ DEFAULT_DIR = Path(".run") / "cluster"
 """Where ``make run`` keeps its cluster; commands use it when given no --dir."""
 BROKER_SESSION_TIMEOUT_MS = 6000
 """Short, so that a killed broker is noticed within seconds in hands-on experiments."""
-NETNS_PORTS = {"rpc": 9090, "client": 9092, "control": 9093, "metrics": 9404}
+NETNS_PORTS = {"rpc": 9090, "client": 9092, "control": 9093, "internal": 9094, "metrics": 9404}
 """With --netns every node has an address of its own, so every node uses the same fixed ports."""
 
 
@@ -68,6 +72,19 @@ class Layout:
     kafka_ports: bool = False
     """ZooKeeper on 2181 and brokers on 9092, 9093, … where those ports are free (``make run``), so
     Kafka's documented commands work as written; otherwise, and for tests, free ports."""
+    secure: bool = False
+    """Every listener and the ZooKeeper sessions over TLS, SCRAM for clients, ACLs: see cluster.secure."""
+
+    def check(self) -> None:
+        """ClusterError for a layout that cannot be started."""
+        if self.brokers < 1 or self.controllers < 1:
+            raise ClusterError("at least one broker and one controller are needed")
+        if self.secure and self.zookeeper_nodes != 1:
+            raise ClusterError("--secure serves ZooKeeper over TLS, which needs --zookeeper-nodes 1")
+        if self.secure and self.shared_listener:
+            raise ClusterError(
+                "--secure keeps the control plane on a listener of its own: drop --shared-listener"
+            )
 
     def node_names(self) -> list[str]:
         return [
@@ -215,27 +232,59 @@ def _port(network: Network | None, role: str) -> int:
     return NETNS_PORTS[role] if network is not None else find_free_port()
 
 
-def client_endpoints(listeners: Iterable[str]) -> list[str]:
-    """``host:port`` of each PLAINTEXT listener: what a client's bootstrap list holds."""
+CLIENT_LISTENER = "PLAINTEXT"
+SECURE_CLIENT_LISTENER = "CLIENT"
+
+
+def client_endpoints(listeners: Iterable[str], name: str = CLIENT_LISTENER) -> list[str]:
+    """``host:port`` of each listener called ``name``: what a client's bootstrap list holds."""
     endpoints = []
     for text in listeners:
         try:
             endpoint = znodes.Endpoint.parse(text)
         except ValueError:
             continue
-        if endpoint.listener_name == "PLAINTEXT":
+        if endpoint.listener_name == name:
             host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
             endpoints.append(f"{host}:{endpoint.port}")
     return endpoints
 
 
+def client_listener(state: Mapping[str, Any]) -> str:
+    """The name of the listener clients use: CLIENT (SASL_SSL) in a secure cluster, else PLAINTEXT."""
+    return SECURE_CLIENT_LISTENER if "security" in state else CLIENT_LISTENER
+
+
 def bootstrap_servers(state: dict[str, Any]) -> str:
-    """The cluster's bootstrap list for clients: every broker's PLAINTEXT listener."""
+    """The cluster's bootstrap list for clients: every broker's client listener."""
     listeners = [ln for p in state["processes"] if p["role"] == "broker" for ln in p.get("listeners") or []]
-    servers = client_endpoints(listeners)
+    servers = client_endpoints(listeners, client_listener(state))
     if not servers:
-        raise ClusterError("no broker in cluster.json has a PLAINTEXT listener")
+        raise ClusterError(f"no broker in cluster.json has a {client_listener(state)} listener")
     return ",".join(servers)
+
+
+def zk_config(state: Mapping[str, Any]) -> Path | None:
+    """The ``--zk-config`` file of a secure cluster (its ZooKeeper identity and TLS), else None."""
+    security = state.get("security")
+    return Path(security["zk_config"]) if security else None
+
+
+def client_config(state: Mapping[str, Any]) -> Path | None:
+    """The client properties file of a secure cluster (SASL_SSL as its super user ``admin``), else None."""
+    security = state.get("security")
+    return Path(security["client_config"]) if security else None
+
+
+def zk_security(state: Mapping[str, Any]) -> ZkSecurity | None:
+    """What a ZooKeeper session needs to reach this cluster's ZooKeeper and change its znodes."""
+    path = zk_config(state)
+    return load_zk_security(path) if path is not None else None
+
+
+def zookeeper_session(state: Mapping[str, Any]) -> contextlib.AbstractAsyncContextManager[AsyncZooKeeper]:
+    """One short session on the cluster's ZooKeeper, with its identity when the cluster is secure."""
+    return admin.connect(state["zookeeper_connect"], security=zk_security(state))
 
 
 KAFKA_ZOOKEEPER_PORT = 2181
@@ -265,16 +314,25 @@ def usual_port(port: int, what: str, notices: list[str]) -> int:
 
 async def up(directory: Path, layout: Layout) -> dict[str, Any]:
     """Start everything, wait until the brokers serve and a controller has finished failover."""
+    layout.check()
     directory = await asyncio.to_thread(_claim, directory)
     network = _make_network(directory, layout) if layout.netns else None
     notices: list[str] = []
     usual = layout.kafka_ports and network is None
+    secure = SecureCluster.create(directory / "secrets", zookeeper_tls=True) if layout.secure else None
+    security: dict[str, str] = {}
     try:
         zk_port = usual_port(KAFKA_ZOOKEEPER_PORT, "ZooKeeper", notices) if usual else None
-        zookeeper, zk_entries = _start_zookeeper(directory, layout.zookeeper_nodes, network, zk_port)
+        zookeeper, zk_entries = _start_zookeeper(directory, layout.zookeeper_nodes, network, zk_port, secure)
         connect = zookeeper.connect_string
         try:
-            daemons = await _start_daemons(directory, layout, connect, network, notices if usual else None)
+            if secure is not None:
+                assert isinstance(zookeeper, ZooKeeperServer)
+                connect = zookeeper.secure_connect_string
+                security = await _secure_zookeeper(secure, connect)
+            daemons = await _start_daemons(
+                directory, layout, connect, network, notices if usual else None, secure
+            )
         except BaseException:
             zookeeper.stop()
             raise
@@ -298,18 +356,42 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
             "zookeeper_nodes": layout.zookeeper_nodes,
             "shared_listener": layout.shared_listener,
             "netns": layout.netns,
+            "secure": layout.secure,
         },
         "started_at": time.time(),
         "processes": processes,
         "notices": notices,
         **({"network": network.as_json()} if network is not None else {}),
+        **({"security": security} if security else {}),
     }
     save_state(directory, state)
     return state
 
 
+async def _secure_zookeeper(secure: SecureCluster, connect: str) -> dict[str, str]:
+    """Close the root to all but the cluster (as a chroot would be), store the SCRAM credential of the
+    super user ``admin``, and write the files clients and tools need; returns their paths."""
+    async with admin.connect(connect, security=secure.zk_security) as zk:
+        await zk.set_acls("/", zk.acls_for(znodes.CONTROLLER))
+        password = secure.admin_password()
+        await secure.add_user(zk, "admin", password)
+    return {
+        "secrets": str(secure.directory),
+        "zk_config": str(secure.write_zk_config(secure.directory / "zookeeper.properties")),
+        "client_config": str(
+            secure.write_client_config(secure.directory / "client.properties", "admin", password)
+        ),
+        "ca": str(secure.ca.certificate),
+    }
+
+
 async def _start_daemons(
-    directory: Path, layout: Layout, connect: str, network: Network | None, notices: list[str] | None
+    directory: Path,
+    layout: Layout,
+    connect: str,
+    network: Network | None,
+    notices: list[str] | None,
+    secure: SecureCluster | None = None,
 ) -> list[dict[str, Any]]:
     """Controllers, then brokers; returns their entries once the brokers serve and a controller has
     finished failover (every one started is killed if that does not happen). With ``notices``, the
@@ -320,8 +402,12 @@ async def _start_daemons(
         controllers = []
         for cid in controller_ids(layout.controllers):
             rpc, metrics = _port(network, "rpc"), _port(network, "metrics")
-            listener = f"PLAINTEXT://{_address(network, f'controller-{cid}')}:{rpc}"
-            controller = ControllerProcess(cid, connect, directory, listeners=listener, metrics_port=metrics)
+            host = _address(network, f"controller-{cid}")
+            settings: dict[str, Any] = {"listeners": f"PLAINTEXT://{host}:{rpc}"}
+            if secure is not None:
+                settings = secure.controller(cid, host=host, port=rpc)
+            listener = settings["listeners"]
+            controller = ControllerProcess(cid, connect, directory, metrics_port=metrics, **settings)
             _placed(controller, network).start(own_session=True)
             started.append(controller)
             controllers.append(controller)
@@ -333,7 +419,7 @@ async def _start_daemons(
                 if notices is None
                 else usual_port(KAFKA_FIRST_BROKER_PORT + bid - 1, f"broker-{bid}", notices)
             )
-            broker, entry = _broker(directory, connect, bid, layout.shared_listener, network, client)
+            broker, entry = _broker(directory, connect, bid, layout.shared_listener, network, client, secure)
             started.append(_placed(broker, network).start(own_session=True))
             brokers.append(broker)
             processes.append({**entry, "pid": broker.process.pid if broker.process else None})
@@ -348,13 +434,19 @@ async def _start_daemons(
 
 
 def _start_zookeeper(
-    directory: Path, nodes: int, network: Network | None, port: int | None = None
+    directory: Path,
+    nodes: int,
+    network: Network | None,
+    port: int | None = None,
+    secure: SecureCluster | None = None,
 ) -> tuple[ZooKeeperServer | ZooKeeperEnsemble, list[dict[str, Any]]]:
     names = [f"zookeeper-{i}" for i in range(1, nodes + 1)]
     if nodes == 1:
         placement: dict[str, Any] = {} if port is None else {"port": port}
         if network is not None:
             placement = {"host": network.node(names[0]).address, "command_prefix": network.prefix(names[0])}
+        if secure is not None:
+            placement["tls"] = secure.zookeeper_server(placement.get("host", LOOPBACK))
         server = ZooKeeperServer(data_dir=directory / "zookeeper", **placement).start()
         return server, [_zk_entry(1, server.pid, server.port, server.process.config_path, server.log_path)]
     if nodes != 3:
@@ -393,6 +485,7 @@ def _broker(
     shared: bool,
     network: Network | None = None,
     client_port: int | None = None,
+    secure: SecureCluster | None = None,
 ) -> tuple[BrokerProcess, dict[str, Any]]:
     host = _address(network, f"broker-{bid}")
     client = client_port if client_port is not None else _port(network, "client")
@@ -403,7 +496,12 @@ def _broker(
         "zookeeper_session_timeout_ms": BROKER_SESSION_TIMEOUT_MS,
         "controlled_shutdown_retry_backoff_ms": 1000,
     }
-    if shared:
+    if secure is not None:
+        # With --netns every node has its own address, so the INTERNAL port may repeat the client one.
+        internal = _port(network, "internal")
+        settings |= secure.broker(bid, host=host, ports=(client, internal, _port(network, "control")))
+        listeners = settings.pop("listeners").split(",")
+    elif shared:
         settings |= {
             "control_plane_listener_name": "",
             "listener_security_protocol_map": "PLAINTEXT:PLAINTEXT",
@@ -591,7 +689,7 @@ async def create_demo_topic(state: dict[str, Any], topic: str, partitions: int =
     """A topic to look at and produce to: replication factor 3 (or fewer brokers), Kafka's assignment.
     Waits until every partition has a leader."""
     brokers = [p for p in state["processes"] if p["role"] == "broker"]
-    async with admin.connect(state["zookeeper_connect"]) as zk:
+    async with zookeeper_session(state) as zk:
         if topic not in {t.topic for t in await admin.list_topics(zk)}:
             await admin.create_new_topic(zk, topic, partitions, min(3, len(brokers)))
         deadline = time.monotonic() + 60

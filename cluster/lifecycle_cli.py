@@ -42,6 +42,12 @@ def register(commands: Any) -> None:
         help="every node in a network namespace of its own, on its own address (root only), so that "
         "`partition` can cut links between nodes",
     )
+    up.add_argument(
+        "--secure",
+        action="store_true",
+        help="TLS everywhere: a throwaway CA, mutual TLS between nodes, SASL_SSL/SCRAM for clients, ACLs, "
+        "ZooKeeper over TLS with ACLs; prints the client config file to use",
+    )
     up.set_defaults(run=_reporting(run_up))
 
     cut = commands.add_parser(
@@ -135,9 +141,9 @@ def run_up(args: argparse.Namespace) -> int:
         args.shared_listener,
         args.netns,
         args.kafka_ports,
+        args.secure,
     )
-    if layout.brokers < 1 or layout.controllers < 1:
-        return fail("at least one broker and one controller are needed")
+    layout.check()
     with console.status(f"starting {layout.brokers} brokers and {layout.controllers} controllers"):
         state = asyncio.run(launcher.up(args.dir, layout))
         if args.demo_topic:
@@ -145,6 +151,9 @@ def run_up(args: argparse.Namespace) -> int:
     for notice in state.get("notices", []):
         console.print(f"[yellow]{notice}[/]")
     console.print(f"bootstrap: {launcher.bootstrap_servers(state)}", soft_wrap=True)
+    client_config = launcher.client_config(state)
+    if client_config is not None:
+        console.print(how_to_connect(state, client_config), soft_wrap=True, highlight=False)
     console.print(processes_table(state))
     console.print(
         f"ZooKeeper: {state['zookeeper_connect']}    state: {launcher.state_path(args.dir.resolve())}"
@@ -172,6 +181,20 @@ def run_up(args: argparse.Namespace) -> int:
         console.print(f"stopped {', '.join(stopped)}")
         console.print(f"logs and event logs are under {state['directory']}")
     return 0
+
+
+def how_to_connect(state: dict[str, Any], client_config: Path) -> str:
+    """What a user of a secure cluster needs: the client config file and a command that uses it."""
+    servers = launcher.bootstrap_servers(state)
+    return "\n".join(
+        (
+            f"client config (SASL_SSL, SCRAM-SHA-512, user admin, a super user): {client_config}",
+            f"  kcat -F {client_config} -b {servers} -L",
+            f"ZooKeeper (TLS, ACLs): the admin commands find its identity with --dir (for example "
+            f"python -m cluster topics list --dir {state['directory']}); other tools: --zk-config "
+            f"{launcher.zk_config(state)}",
+        )
+    )
 
 
 def run_status(args: argparse.Namespace) -> int:

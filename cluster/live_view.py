@@ -20,6 +20,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from cluster import launcher
 from zkstore import admin
 from zkstore.aio import AsyncZooKeeper
 
@@ -229,7 +230,7 @@ async def watch(
     state: dict[str, Any], console: Console, stop: asyncio.Event, footer: str = "Ctrl-C stops the cluster"
 ) -> None:
     """Redraw the view every REFRESH_S until ``stop`` is set (or Ctrl-C)."""
-    zk = AsyncZooKeeper(state["zookeeper_connect"])
+    zk = AsyncZooKeeper(state["zookeeper_connect"], security=launcher.zk_security(state))
     await zk.start()
     events = EventTail(state)
     try:
@@ -245,7 +246,7 @@ async def watch(
 
 async def snapshot(state: dict[str, Any], console: Console) -> None:
     """Print the view once: for scripts, logs and terminals without live redrawing."""
-    zk = AsyncZooKeeper(state["zookeeper_connect"])
+    zk = AsyncZooKeeper(state["zookeeper_connect"], security=launcher.zk_security(state))
     await zk.start()
     try:
         console.print(await render(zk, state, EventTail(state), footer=f"cluster in {state['directory']}"))

@@ -11,13 +11,18 @@ may change its znodes. Listener names avoid ``_`` because the process helpers re
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from security.certs import CertificateAuthority, create_authority, load_authority
+from security.certs import DEFAULT_HOSTS, CertificateAuthority, create_authority, load_authority
+from security.config import ClientSecurity, ListenerSecurity
+from security.principal import PrincipalMapper
 from security.sasl import derive_credential
+from security.tls import TlsSettings, client_context, server_context
 from zkstore.aio import AsyncZooKeeper
+from zkstore.local_server import LOOPBACK, ServerTls
 from zkstore.security import ZkSecurity
 from zkstore.users import set_scram_credential
 
@@ -43,27 +48,43 @@ class SecureCluster:
     ca: CertificateAuthority
     zk_identity: str
     """``user:password`` of the cluster's ZooKeeper sessions."""
+    zookeeper_tls: bool = False
+    """Whether the nodes reach ZooKeeper over TLS (its secure port), with their own certificate."""
 
     @classmethod
-    def create(cls, directory: Path) -> SecureCluster:
+    def create(cls, directory: Path, *, zookeeper_tls: bool = False) -> SecureCluster:
         """A new CA and ZooKeeper identity in ``directory``, or the ones already there."""
         directory.mkdir(parents=True, exist_ok=True)
         ca = load_authority(directory) if (directory / "ca.key").exists() else create_authority(directory)
-        secret_file = directory / "zookeeper.identity"
-        if not secret_file.exists():
-            secret_file.touch(mode=0o600)
-            secret_file.write_text(f"kafka:{secrets.token_urlsafe(18)}\n")
-        return cls(directory, ca, secret_file.read_text().strip())
+        return cls(directory, ca, _secret(directory / "zookeeper.identity", "kafka"), zookeeper_tls)
 
     @property
     def zk_security(self) -> ZkSecurity:
-        return ZkSecurity(set_acl=True, digest=self.zk_identity)
+        """The cluster's own ZooKeeper identity (what its tools need to change its znodes)."""
+        if not self.zookeeper_tls:
+            return ZkSecurity(set_acl=True, digest=self.zk_identity)
+        return ZkSecurity(
+            set_acl=True,
+            digest=self.zk_identity,
+            tls=True,
+            keystore=self.keystore("admin", unit="clients"),
+            truststore=self.ca.certificate,
+        )
 
-    def _node(self, name: str) -> dict[str, Any]:
+    def keystore(self, name: str, *, unit: str = "cluster", hosts: Sequence[str] = DEFAULT_HOSTS) -> Path:
+        """``name``'s PEM keystore, issued on first use (valid for ``hosts``)."""
         keystore = self.directory / f"{name}.keystore.pem"
         if not keystore.exists():
-            self.ca.issue(self.directory, name)
-        return {
+            self.ca.issue(self.directory, name, unit=unit, hosts=hosts)
+        return keystore
+
+    def zookeeper_server(self, host: str = LOOPBACK) -> ServerTls:
+        """TLS for the ZooKeeper server's secure port: every client must show a certificate of the CA."""
+        return ServerTls(self.keystore("zookeeper", hosts=_hosts(host)), self.ca.certificate, "need")
+
+    def _node(self, name: str, host: str) -> dict[str, Any]:
+        keystore = self.keystore(name, hosts=_hosts(host))
+        settings: dict[str, Any] = {
             "ssl.keystore.location": keystore,
             "ssl.truststore.location": self.ca.certificate,
             "ssl.client.auth": "required",
@@ -73,11 +94,23 @@ class SecureCluster:
             "zookeeper.set.acl": "true",
             "zookeeper.auth.digest": self.zk_identity,
         }
+        if self.zookeeper_tls:
+            settings |= {
+                "zookeeper.ssl.client.enable": "true",
+                "zookeeper.ssl.keystore.location": keystore,
+                "zookeeper.ssl.truststore.location": self.ca.certificate,
+            }
+        return settings
 
-    def broker_settings(self) -> dict[str, Any]:
-        """Settings for every broker (its id goes in ``broker.id``; certificates are per id)."""
+    def broker(
+        self, broker_id: int, *, host: str = LOOPBACK, ports: tuple[int, int, int] = (0, 0, 0)
+    ) -> dict[str, Any]:
+        """Every setting of broker ``broker_id`` but its id: CLIENT, INTERNAL and CONTROLLER listeners on
+        ``ports`` (0: any free one) of ``host``, which its certificate names."""
+        client, internal, control = ports
         return {
-            "listeners": "CLIENT://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+            **self._node(f"broker-{broker_id}", host),
+            "listeners": f"CLIENT://{host}:{client},INTERNAL://{host}:{internal},CONTROLLER://{host}:{control}",
             "listener.security.protocol.map": PROTOCOL_MAP,
             "inter.broker.listener.name": "INTERNAL",
             "control.plane.listener.name": "CONTROLLER",
@@ -85,17 +118,33 @@ class SecureCluster:
             "listener.name.client.sasl.enabled.mechanisms": MECHANISM,
         }
 
-    def broker(self, broker_id: int) -> dict[str, Any]:
-        return {**self._node(f"broker-{broker_id}"), **self.broker_settings()}
-
-    def controller(self, controller_id: int) -> dict[str, Any]:
+    def controller(self, controller_id: int, *, host: str = LOOPBACK, port: int = 0) -> dict[str, Any]:
+        """Every setting of controller ``controller_id`` but its id: an SSL RPC listener on ``host:port``."""
         return {
-            **self._node(f"controller-{controller_id}"),
-            "listeners": "RPC://127.0.0.1:0",
+            **self._node(f"controller-{controller_id}", host),
+            "listeners": f"RPC://{host}:{port}",
             "listener.security.protocol.map": "RPC:SSL",
             "inter.broker.listener.name": "INTERNAL",
             "control.plane.listener.name": "CONTROLLER",
         }
+
+    def dialing(self, keystore: Path | None) -> ClientSecurity:
+        """How a client dials the SSL listeners: with the certificate in ``keystore``, or none."""
+        settings = TlsSettings(
+            keystore_location=str(keystore) if keystore else None,
+            truststore_location=str(self.ca.certificate),
+        )
+        return ClientSecurity("SSL", client_context(settings))
+
+    def serving(self, name: str, listener: str) -> ListenerSecurity:
+        """An SSL listener served with node ``name``'s certificate, as the daemons serve theirs: client
+        certificates required and mapped to principals by the cluster's rules."""
+        settings = TlsSettings(
+            keystore_location=str(self.keystore(name)),
+            truststore_location=str(self.ca.certificate),
+            client_auth="required",
+        )
+        return ListenerSecurity(listener, "SSL", server_context(settings), PrincipalMapper(MAPPING_RULES))
 
     def client_certificate(self, name: str) -> Path:
         """A keystore for a client authenticating with its certificate as ``User:<name>``."""
@@ -114,3 +163,45 @@ class SecureCluster:
             "sasl.password": password,
             "ssl.ca.location": str(self.ca.certificate),
         }
+
+    def admin_password(self) -> str:
+        """The password of ``admin``, a super user, kept in ``admin.password`` (made on first use)."""
+        return _secret(self.directory / "admin.password")
+
+    def write_client_config(self, path: Path, user: str, password: str) -> Path:
+        """:meth:`client_config` as a properties file, for kcat's ``-F`` and the CLI's
+        ``--command-config`` (Kafka tools' spelling)."""
+        _write_private(path, "".join(f"{k}={v}\n" for k, v in self.client_config(user, password).items()))
+        return path
+
+    def write_zk_config(self, path: Path) -> Path:
+        """:attr:`zk_security` as the ``zookeeper.*`` properties the CLI's ``--zk-config`` reads."""
+        security = self.zk_security
+        lines = {"zookeeper.set.acl": "true", "zookeeper.auth.digest": self.zk_identity}
+        if security.tls:
+            lines |= {
+                "zookeeper.ssl.client.enable": "true",
+                "zookeeper.ssl.keystore.location": str(security.keystore),
+                "zookeeper.ssl.truststore.location": str(security.truststore),
+            }
+        _write_private(path, "".join(f"{k}={v}\n" for k, v in lines.items()))
+        return path
+
+
+def _hosts(host: str) -> tuple[str, ...]:
+    return DEFAULT_HOSTS if host in DEFAULT_HOSTS else (*DEFAULT_HOSTS, host)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read: it holds a password."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(text)
+
+
+def _secret(path: Path, user: str | None = None) -> str:
+    """The secret kept in ``path`` (``user:password`` with ``user``), made on first use."""
+    if not path.exists():
+        password = secrets.token_urlsafe(18)
+        _write_private(path, f"{user}:{password}\n" if user else f"{password}\n")
+    return path.read_text().strip()

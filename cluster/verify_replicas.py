@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cluster import launcher
 from daemon.connection import KafkaConnection
 from protocol import ApiKey, CorruptRecordBatch, ErrorCode
 from protocol.record_batch import parse_batches
@@ -205,7 +206,7 @@ async def verify(state: Mapping[str, Any], topics: Sequence[str] = ()) -> list[P
     """Check every partition of ``topics`` (all topics when empty) of the cluster ``state`` describes."""
     brokers = {p["id"]: p for p in state["processes"] if p["role"] == "broker"}
     dirs = {b: log_dirs(Path(entry["config"])) for b, entry in brokers.items()}
-    async with admin.connect(state["zookeeper_connect"]) as zk:
+    async with launcher.zookeeper_session(state) as zk:
         names = list(topics) or [t.topic for t in await admin.list_topics(zk)]
         described = await admin.describe_topics(zk, names)
     reports = []

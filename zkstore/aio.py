@@ -28,7 +28,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
-from kazoo.security import ACL
+from kazoo.security import ACL, OPEN_ACL_UNSAFE
 
 from zkstore.ops import Check, Create, Delete, Op, SetData
 from zkstore.security import ZkSecurity, kazoo_arguments
@@ -251,6 +251,13 @@ class AsyncZooKeeper:
 
     async def delete(self, path: str, version: int = -1) -> None:
         await self._retrying(lambda: self.client.delete_async(path, version), f"delete {path}")
+
+    async def set_acls(self, path: str, acls: Sequence[ACL] | None, version: int = -1) -> ZnodeStat:
+        """Replace ``path``'s ACL (None: ZooKeeper's open default), e.g. to close a chroot to all but
+        the cluster's identity."""
+        return await self._retrying(
+            lambda: self.client.set_acls_async(path, list(acls or OPEN_ACL_UNSAFE), version), f"setAcl {path}"
+        )
 
     async def sync(self, path: str) -> None:
         """Bring this session's server up to date with the leader for ``path``, so that the reads

@@ -68,7 +68,7 @@ async def secured(cluster: Cluster, zk_connect: str, tmp_path: Path) -> Any:
     await zk.start()
     # The chroot is the parent of /controller: like a secured root, it must not be world-writable
     # (what Kafka's security migration leaves); the test fixture created it open.
-    await asyncio.to_thread(zk.client.set_acls, "/", zk.acls_for("/controller"))
+    await zk.set_acls("/", zk.acls_for("/controller"))
     try:
         await secure.add_user(zk, "alice", PASSWORD)
         for broker_id in (1, 2):
