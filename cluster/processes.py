@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from daemon.connection import KafkaConnection
+from security.config import ClientSecurity
 from protocol import ApiKey
 from zkstore import znodes
 
@@ -49,6 +50,9 @@ class DaemonProcess:
         """Put before the command, e.g. ``ip netns exec NS`` for a daemon in a network namespace."""
         self._read = 0
         self.events: list[Event] = []
+        self.client_security: ClientSecurity | None = None
+        """How :meth:`BrokerProcess.request` and :meth:`ControllerProcess.rpc` dial this daemon's
+        listeners (None: PLAINTEXT), e.g. with a super user's certificate in a secured cluster."""
 
     @staticmethod
     def settings(defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +178,9 @@ class ControllerProcess(DaemonProcess):
 
     async def rpc(self, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
         host, port = self.rpc_address()
-        conn = await KafkaConnection.open(host, port, client_id="test-broker", connect_timeout=5)
+        conn = await KafkaConnection.open(
+            host, port, client_id="test-broker", connect_timeout=5, security=self.client_security
+        )
         try:
             _, response = await conn.send(api_key, version, body, timeout=15)
             return response
@@ -200,6 +206,8 @@ class BrokerProcess(DaemonProcess):
             "controlled.shutdown.retry.backoff.ms": 200,
         }
         super().__init__(f"broker-{broker_id}", workdir, self.settings(defaults, overrides))
+        self.client_listener = "PLAINTEXT"
+        """The listener a test's client uses (a secured cluster has no PLAINTEXT one)."""
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         started = next(e for e in reversed(self.poll_events()) if e["kind"] == "broker_started")
@@ -213,7 +221,9 @@ class BrokerProcess(DaemonProcess):
         self, listener: str, api_key: ApiKey, version: int, body: dict[str, Any]
     ) -> dict[str, Any]:
         host, port = self.endpoint(listener)
-        conn = await KafkaConnection.open(host, port, client_id="test", connect_timeout=5)
+        conn = await KafkaConnection.open(
+            host, port, client_id="test", connect_timeout=5, security=self.client_security
+        )
         try:
             _, response = await conn.send(api_key, version, body, timeout=15)
             return response

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl_credential
 
 from cluster import launcher
-from tests.support.cluster import cluster
-from zkstore.local_server import ZooKeeperServer
+from tests.support.cluster import SECURITY_MODES, cluster
+from zkstore.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
 
 __all__ = ["cluster"]  # the shared process-test fixture, offered to every test package
 
@@ -26,6 +27,14 @@ log = logging.getLogger(__name__)
 
 ZK_FIXTURES = frozenset({"zk_server", "zk_connect", "zk_client"})
 CLIENT_START_TIMEOUT_S = 15.0
+SUPER_USER = "super:test-cleanup"
+"""ZooKeeper's super user on the test server, which may delete any znode whatever its ACL."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run the tests of a ``secure_variant`` module on both layouts of the ``cluster`` fixture."""
+    if "cluster" in metafunc.fixturenames and metafunc.definition.get_closest_marker("secure_variant"):
+        metafunc.parametrize("cluster", SECURITY_MODES, indirect=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -38,7 +47,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def zk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     """One standalone ZooKeeper for the whole session; its data dir and log live under pytest's tmp dir."""
-    server = ZooKeeperServer(data_dir=tmp_path_factory.mktemp("zookeeper"))
+    super_digest = make_digest_acl_credential(*SUPER_USER.split(":"))
+    server = ZooKeeperServer(
+        data_dir=tmp_path_factory.mktemp("zookeeper"),
+        jvm_opts=(*DEFAULT_JVM_OPTS, f"-Dzookeeper.DigestAuthenticationProvider.superDigest={super_digest}"),
+    )
     server.start()
     try:
         yield server
@@ -69,6 +82,7 @@ def zk_connect(zk_server: ZooKeeperServer, request: pytest.FixtureRequest) -> It
         admin = KazooClient(hosts=zk_server.connect_string)
         try:
             admin.start(timeout=CLIENT_START_TIMEOUT_S)
+            admin.add_auth("digest", SUPER_USER)  # a secured test's znodes are its cluster's alone
             admin.delete(chroot, recursive=True)
         except Exception:  # cleanup must never turn a passing test into an error
             log.warning("could not delete chroot %s", chroot, exc_info=True)

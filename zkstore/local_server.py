@@ -51,6 +51,7 @@ __all__ = [
     "find_free_port",
     "find_java",
     "four_letter_word",
+    "free_ports",
     "resolve_classpath",
     "server_mode",
 ]
@@ -202,8 +203,8 @@ def find_java(environ: Mapping[str, str] | None = None) -> str:
 
 
 def find_free_port(host: str = LOOPBACK) -> int:
-    """A port free right now, below the kernel's ephemeral range (see :func:`_free_ports`)."""
-    return _free_ports(1, host)[0]
+    """A port free right now, below the kernel's ephemeral range (see :func:`free_ports`)."""
+    return free_ports(1, host)[0]
 
 
 LISTEN_PORTS = (10000, 32768)
@@ -221,7 +222,7 @@ def _ephemeral_floor() -> int:
     return low
 
 
-def _free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
     """Distinct free ports, drawn at random below the ephemeral range; every socket stays bound until
     all are picked. Falls back to ``bind(0)`` where that range leaves too little room."""
     low, high = LISTEN_PORTS[0], min(LISTEN_PORTS[1], _ephemeral_floor())
@@ -638,7 +639,7 @@ class ZooKeeperServer:
         java = find_java()
         directory = _make_data_dir(data_dir, "zkstore-zookeeper-")
         if host == LOOPBACK:
-            free = iter(_free_ports(2))
+            free = iter(free_ports(2))
             client_port = port if port is not None else next(free)
             secure = secure_port if secure_port is not None else next(free)
         else:
@@ -771,7 +772,7 @@ class ZooKeeperEnsemble:
         root = _make_data_dir(data_dir, "zkstore-ensemble-")
         addresses = list(hosts) if hosts is not None else [LOOPBACK] * size
         if hosts is None:
-            ports = _free_ports(3 * size)
+            ports = free_ports(3 * size)
             client_ports, peer_ports = ports[:size], ports[size:]
         else:
             client_ports, peer_ports = [CLIENT_PORT] * size, [QUORUM_PORT, ELECTION_PORT] * size

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.clients import DEADLINE_S, bootstrap
+from tests.support.clients import DEADLINE_S
 from tests.support.cluster import Cluster, produce
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import topic_replicas
@@ -36,7 +36,7 @@ async def assignment(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]
 
 async def test_confluent_admin_client_creates_grows_describes_and_deletes_topics(cluster: Cluster) -> None:
     await cluster.start((1, 2, 3))
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
 
     def admin_calls() -> dict[str, Any]:
         from confluent_kafka import KafkaException
@@ -98,7 +98,7 @@ async def test_confluent_admin_client_creates_grows_describes_and_deletes_topics
 
 async def test_kafka_python_admin_client_creates_and_deletes_topics(cluster: Cluster) -> None:
     await cluster.start((1, 2))
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
 
     def admin_calls() -> list[str]:
         from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
@@ -132,7 +132,7 @@ async def test_kafka_python_admin_client_creates_and_deletes_topics(cluster: Clu
 
 async def test_producing_to_a_new_topic_creates_it_with_every_client(cluster: Cluster) -> None:
     await cluster.start((1, 2, 3), overrides={b: {"num_partitions": 2} for b in (1, 2, 3)})
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
 
     def confluent() -> int:
         from confluent_kafka import Producer
@@ -175,7 +175,7 @@ async def test_producing_to_a_new_topic_creates_it_with_every_client(cluster: Cl
 
 async def test_auto_creation_can_be_turned_off(cluster: Cluster) -> None:
     await cluster.start((1,), overrides={1: {"auto_create_topics_enable": "false"}})
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
 
     def metadata() -> Any:
         from confluent_kafka.admin import AdminClient
@@ -198,7 +198,7 @@ async def test_kafkajs_admin_creates_and_lists_topics(cluster: Cluster) -> None:
     await cluster.start((1, 2))
     script = str(REPO / "tests" / "js" / "admin_client.js")
     process = await asyncio.create_subprocess_exec(
-        "node", script, bootstrap(cluster), env={**os.environ, "NODE_PATH": str(KAFKAJS)},
+        "node", script, cluster.bootstrap(), env={**os.environ, "NODE_PATH": str(KAFKAJS)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     async with asyncio.timeout(DEADLINE_S):
@@ -212,7 +212,7 @@ async def test_kafkajs_admin_creates_and_lists_topics(cluster: Cluster) -> None:
 async def test_kafka_python_describes_the_log_dirs(cluster: Cluster) -> None:
     await cluster.start((1,))
     await cluster.topic("sized", {0: (1,), 1: (1,)})
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
     assert (await produce(cluster.brokers[1], "sized", 1, 20))["error_code"] == 0
 
     def describe() -> Any:

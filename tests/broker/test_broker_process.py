@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
+from typing import Any
 
 import pytest
 
 from broker.checkpoint import read_offsets
-from cluster.processes import ControllerProcess
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, channel_idle, epoch_of, produce
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
 from zkstore import znodes
 
-pytestmark = pytest.mark.zookeeper
+pytestmark = [pytest.mark.zookeeper, pytest.mark.secure_variant]
 
 
 async def test_stop_replica_from_before_a_bounce_is_ignored_and_the_replica_stays_online(
@@ -208,12 +208,12 @@ async def test_requests_from_a_deposed_controller_epoch_change_nothing(cluster: 
     assert state.leader == 1
 
 
-def kafka_python_leader(bootstrap: str, topic: str, partition: int) -> tuple[int | None, list[int]]:
+def kafka_python_leader(config: dict[str, Any], topic: str, partition: int) -> tuple[int | None, list[int]]:
     """The leader a fresh kafka-python client learns from Metadata, and the broker ids it sees."""
     from kafka import KafkaConsumer
     from kafka.structs import TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    consumer = KafkaConsumer(**config, request_timeout_ms=10000)
     try:
         if consumer.partitions_for_topic(topic) is None:
             return None, []
@@ -227,9 +227,10 @@ def kafka_python_leader(bootstrap: str, topic: str, partition: int) -> tuple[int
 async def test_kafka_python_sees_the_new_leader_after_a_leader_change(cluster: Cluster) -> None:
     await cluster.start((1, 2, 3))
     await cluster.topic("clients", {0: (1, 2, 3)})
-    host, port = cluster.brokers[3].endpoint("PLAINTEXT")
+    host, port = cluster.brokers[3].endpoint(cluster.client_listener)
+    config = {**cluster.kafka_python_config(), "bootstrap_servers": f"{host}:{port}"}
     loop = asyncio.get_running_loop()
-    leader, brokers = await loop.run_in_executor(None, kafka_python_leader, f"{host}:{port}", "clients", 0)
+    leader, brokers = await loop.run_in_executor(None, kafka_python_leader, config, "clients", 0)
     assert (leader, brokers) == (1, [1, 2, 3])
 
     reply = await cluster.controller.rpc(
@@ -246,20 +247,22 @@ async def test_kafka_python_sees_the_new_leader_after_a_leader_change(cluster: C
         ),
         what="the UpdateMetadata that follows",
     )
-    leader, _ = await loop.run_in_executor(None, kafka_python_leader, f"{host}:{port}", "clients", 0)
+    leader, _ = await loop.run_in_executor(None, kafka_python_leader, config, "clients", 0)
     assert leader == 2
 
 
 async def test_a_cold_broker_lists_itself_and_answers_leader_not_available(cluster: Cluster) -> None:
     broker = cluster.broker(1)  # no controller: no UpdateMetadata will come
     await broker.wait_kind("broker_started")
-    reply = await broker.request("PLAINTEXT", ApiKey.METADATA, 1, {"topics": [{"name": "anything"}]})
-    host, port = broker.endpoint("PLAINTEXT")
+    reply = await broker.request(
+        broker.client_listener, ApiKey.METADATA, 1, {"topics": [{"name": "anything"}]}
+    )
+    host, port = broker.endpoint(broker.client_listener)
     assert reply["brokers"] == [{"node_id": 1, "host": host, "port": port, "rack": None}]
     assert [(t["name"], t["error_code"]) for t in reply["topics"]] == [
         ("anything", ErrorCode.LEADER_NOT_AVAILABLE)
     ]
-    versions = await broker.request("PLAINTEXT", ApiKey.API_VERSIONS, 2, {})
+    versions = await broker.request(broker.client_listener, ApiKey.API_VERSIONS, 2, {})
     served = {entry["api_key"] for entry in versions["api_keys"]}
     assert {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.LEADER_AND_ISR} <= served
     assert ApiKey.ALTER_PARTITION not in served and ApiKey.CONTROLLED_SHUTDOWN not in served
@@ -271,8 +274,7 @@ async def test_a_paused_old_controller_cannot_change_broker_state(cluster: Clust
     await cluster.start((1, 2))
     old = cluster.controller
     epoch = (await old.wait_kind("controller_elected"))["controller_epoch"]
-    successor = ControllerProcess(1002, cluster.zk_connect, cluster.workdir)
-    cluster.processes.append(successor.start())
+    successor = cluster.start_controller(1002)
     await successor.wait_kind("controller_started")
     await cluster.topic("guarded", {0: (1, 2)})
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.clients import DEADLINE_S, bootstrap, confluent_consume
+from tests.support.clients import DEADLINE_S, confluent_consume
 from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.zookeeper
@@ -115,7 +115,7 @@ async def test_single_replica_partitions_round_trip_with_acks_1_all_and_0(
     await cluster.start((1, 2, 3))
     topic = f"round-trip-{client}"
     await cluster.topic(topic, {0: (1,), 1: (2,), 2: (3,)})
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
     batches = [records_for(3, 3000), records_for(3, 3000)[::-1], records_for(3, 900)]
     loop = asyncio.get_running_loop()
     for records, acks in zip(batches, ("1", "all", "0"), strict=True):
@@ -139,7 +139,7 @@ async def test_replicated_partitions_round_trip_with_acks_all(cluster: Cluster, 
     await cluster.start((1, 2, 3))
     topic = f"replicated-{client}"
     await cluster.topic(topic, REPLICATED)
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
     records = records_for(6, 100_000)
     loop = asyncio.get_running_loop()
     started = time.monotonic()

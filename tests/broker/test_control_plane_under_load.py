@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 
 import pytest
 
@@ -21,7 +22,7 @@ from tests.support.metrics import scrape
 from tests.support.raw_client import RawClient
 from tests.support.waiting import wait_until
 
-pytestmark = pytest.mark.zookeeper
+pytestmark = [pytest.mark.zookeeper, pytest.mark.secure_variant]
 
 QUEUE = 4
 CONNECTIONS = 12
@@ -44,9 +45,9 @@ def produce_frame(correlation_id: int) -> bytes:
     return encode_request(ApiKey.PRODUCE, 7, correlation_id, "flood", body)
 
 
-async def flood(host: str, port: int, stop: asyncio.Event) -> int:
+async def flood(host: str, port: int, tls: ssl.SSLContext | None, stop: asyncio.Event) -> int:
     """Keep DEPTH produce requests written ahead on one connection; returns how many were answered."""
-    client = await RawClient.connect(port, host)
+    client = await RawClient.connect(port, host, tls=tls)
     frame = produce_frame(0)  # the correlation id is not checked by this client
     answered = 0
     try:
@@ -68,7 +69,9 @@ async def test_an_update_metadata_is_handled_while_produce_fills_the_data_plane(
     port = (await broker.wait_kind("broker_started"))["metrics_port"]
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    floods = [asyncio.create_task(flood(*broker.endpoint("PLAINTEXT"), stop)) for _ in range(CONNECTIONS)]
+    tls = cluster.client_security.tls if cluster.client_security is not None else None
+    address = broker.endpoint(broker.client_listener)
+    floods = [asyncio.create_task(flood(*address, tls, stop)) for _ in range(CONNECTIONS)]
     try:
 
         async def full() -> bool:

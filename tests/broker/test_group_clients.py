@@ -22,7 +22,7 @@ import pytest
 
 from broker.group.config import OFFSETS_TOPIC
 from protocol.consumer_offsets import partition_for
-from tests.support.clients import DEADLINE_S, bootstrap
+from tests.support.clients import DEADLINE_S
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
@@ -41,7 +41,7 @@ REPLICATED = {p: tuple((p + i) % 3 + 1 for i in range(3)) for p in range(TOPIC_P
 async def start(cluster: Cluster, topic: str) -> str:
     await cluster.start((1, 2, 3), overrides=dict.fromkeys((1, 2, 3), GROUP_BROKER_SETTINGS))
     await cluster.topic(topic, REPLICATED)
-    return bootstrap(cluster)
+    return cluster.bootstrap()
 
 
 def confluent_produce(servers: str, topic: str, values: list[bytes], **config: Any) -> None:

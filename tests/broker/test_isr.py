@@ -15,7 +15,7 @@ from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
 from zkstore import znodes
 
-pytestmark = pytest.mark.zookeeper
+pytestmark = [pytest.mark.zookeeper, pytest.mark.secure_variant]
 
 TOPIC = "guarded"
 

@@ -13,7 +13,7 @@ import pytest
 
 from cluster.kafka_flags import error_name
 from protocol import ApiKey, ErrorCode
-from tests.support.clients import DEADLINE_S, bootstrap
+from tests.support.clients import DEADLINE_S
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state, topic_replicas
@@ -49,7 +49,7 @@ async def test_confluent_admin_client_elects_preferred_and_unclean_leaders(clust
         return leader == 2 and 1 in isr
 
     await wait_until(back_in_sync, what="broker 1 back in pref-0's ISR under leader 2", timeout=SESSION_S)
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
 
     def preferred() -> dict[tuple[str, int], str | None]:
         from confluent_kafka import ElectionType, TopicPartition
@@ -86,7 +86,7 @@ async def test_confluent_admin_client_elects_preferred_and_unclean_leaders(clust
     await wait_until(lossy_led, what="an unclean election of lossy by its topic config", timeout=SESSION_S)
     await cluster.brokers[3].wait_kind("registered")
     assert (await leader_and_isr(cluster, "strict", 0))[0] == -1
-    servers = bootstrap(cluster)  # broker 3's new ports
+    servers = cluster.bootstrap()  # broker 3's new ports
 
     def unclean() -> tuple[dict[tuple[str, int], str | None], dict[tuple[str, int], str | None]]:
         from confluent_kafka import ElectionType, TopicPartition
@@ -117,7 +117,7 @@ async def test_confluent_admin_client_elects_preferred_and_unclean_leaders(clust
 
 async def test_kafka_python_reassigns_lists_and_elects(cluster: Cluster) -> None:
     await cluster.start((1, 2, 3))
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
     await cluster.topic("moving", {0: (1,), 1: (1,)})
 
     def reassign(moves: dict[tuple[str, int], list[int] | None]) -> dict[tuple[str, int], int | None]:

@@ -21,12 +21,12 @@ import pytest
 
 from broker.log import Log, LogConfig
 from protocol.record_batch import decode_records, parse_batches
-from tests.support.clients import bootstrap, confluent_consume
+from tests.support.clients import confluent_consume
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
 
-pytestmark = pytest.mark.zookeeper
+pytestmark = [pytest.mark.zookeeper, pytest.mark.secure_variant]
 
 TOPIC = "durable"
 PARTITIONS = 3
@@ -46,7 +46,7 @@ class Acked:
 class SteadyProducer:
     """acks=all production until stopped; every acknowledgement and failure is recorded."""
 
-    servers: str
+    config: dict[str, str]
     acked: list[Acked] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -61,7 +61,7 @@ class SteadyProducer:
 
         producer = Producer(
             {
-                "bootstrap.servers": self.servers,
+                **self.config,
                 "acks": "all",
                 "linger.ms": 2,
                 "enable.idempotence": False,
@@ -111,7 +111,7 @@ async def steady_production(cluster: Cluster) -> AsyncIterator[SteadyProducer]:
     """A cluster of three with the topic, and acks=all production running until the block ends."""
     await cluster.start((1, 2, 3), {b: FAST_FAILURE for b in (1, 2, 3)})
     await cluster.topic(TOPIC, REPLICAS)
-    producer = SteadyProducer(bootstrap(cluster))
+    producer = SteadyProducer(cluster.client_config())
     thread = threading.Thread(target=producer.run, name="steady-producer")
     thread.start()
     try:
@@ -129,7 +129,7 @@ async def consume_acknowledged(cluster: Cluster, producer: SteadyProducer) -> di
     for a in producer.acked:
         last[a.partition] = max(last.get(a.partition, -1), a.offset)
     got = await asyncio.to_thread(
-        confluent_consume, bootstrap(cluster), TOPIC, PARTITIONS, len(producer.acked), through=last
+        confluent_consume, cluster.client_config(), TOPIC, PARTITIONS, len(producer.acked), through=last
     )
     consumed = {p: {offset: value for offset, _, value in records} for p, records in got.items()}
     for a in producer.acked:

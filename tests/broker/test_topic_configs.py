@@ -13,7 +13,7 @@ from broker.config_apis import _incremental
 from broker.log import LogConfig
 from broker.topic_configs import InvalidTopicConfig, check_value, log_config_for
 from protocol import ErrorCode
-from tests.support.clients import DEADLINE_S, bootstrap
+from tests.support.clients import DEADLINE_S
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 
@@ -75,7 +75,7 @@ async def test_retention_changed_through_the_admin_api_deletes_old_segments_with
 ) -> None:
     fast = {"log_retention_check_interval_ms": 200}
     await cluster.start((1, 2), overrides={1: fast, 2: fast})
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
 
     def admin_calls(step: str) -> Any:
         from confluent_kafka import Producer, TopicPartition
@@ -149,7 +149,7 @@ async def test_retention_changed_through_the_admin_api_deletes_old_segments_with
 async def test_kafka_python_alter_configs_sets_and_refuses_compaction(cluster: Cluster) -> None:
     await cluster.start((1,))
     await cluster.topic("settings", {0: (1,)})
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
 
     def calls() -> Any:
         from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient

@@ -9,7 +9,6 @@ import pytest
 
 from cluster.__main__ import main
 from cluster.kafka_flags import translate
-from tests.support.clients import bootstrap
 from tests.support.cluster import Cluster, produce
 from tests.support.waiting import wait_until
 from zkstore import znodes
@@ -37,7 +36,7 @@ async def test_kafka_topics_commands_work_through_the_admin_api_and_zookeeper(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await cluster.start((1, 2))
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
 
     def run(*argv: str) -> int:
         return main(["topics", *argv])
@@ -86,7 +85,7 @@ async def test_kafka_configs_leader_election_and_consumer_groups_commands(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await cluster.start((1, 2))
-    servers = bootstrap(cluster)
+    servers = cluster.bootstrap()
     await cluster.topic("orders", {0: (1, 2), 1: (2, 1)})
 
     async def cli(*argv: str) -> tuple[int, str, str]:

@@ -19,7 +19,7 @@ from tests.support.zookeeper import partition_state
 from zkstore import znodes
 from zkstore.admin import create_topic
 
-pytestmark = pytest.mark.zookeeper
+pytestmark = [pytest.mark.zookeeper, pytest.mark.secure_variant]
 
 LAI, UM, SR = ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA
 

@@ -6,7 +6,7 @@
 - ``broker_sim``: simulated brokers, registered in ZooKeeper and validating control requests as
   Kafka's do (also ``python -m tests.support.broker_sim``);
 - ``raw_client``: a bare Kafka-protocol client for frames a real client would never send;
-- ``clients``: unmodified Kafka clients pointed at a test cluster (``bootstrap``, ``confluent_consume``);
+- ``clients``: unmodified Kafka clients pointed at a test cluster (``confluent_consume``);
 - ``zookeeper``: sessions, forced session expiry, cut connections, partition state znodes, brokers
   registered without a process (``register``);
 - ``requests``: request bodies written by hand (control requests, AlterPartition);

@@ -38,6 +38,7 @@ import uvloop
 from kazoo.exceptions import NoNodeError
 
 from broker.apis import broker_epoch_is_stale
+from cluster.secure import SecureCluster
 from daemon.server import RequestServer, current_request
 from protocol import (
     CONTROL_APIS,
@@ -132,8 +133,12 @@ class SimulatedBroker:
         record: bool = True,
         zk: AsyncZooKeeper | None = None,
         session_timeout_ms: int = 6000,
+        secure: SecureCluster | None = None,
     ) -> None:
+        """``secure`` serves both listeners over mutual TLS with the broker's certificate of that
+        secured layout, and registers with its ZooKeeper identity."""
         self.broker_id = broker_id
+        self.secure = secure
         self.zk_connect = zk_connect
         self.host = host
         self.control_plane = control_plane
@@ -171,6 +176,7 @@ class SimulatedBroker:
                 functools.partial(self._handle, listener),
                 name=f"broker-{self.broker_id}-{listener}",
                 api_keys=CONTROL_APIS,
+                security=self.secure.serving(f"broker-{self.broker_id}", listener) if self.secure else None,
             )
             self._servers[listener] = server
             endpoints.append(Endpoint(listener, self.host, await server.start(self.host, 0)))
@@ -216,7 +222,11 @@ class SimulatedBroker:
         return self.epoch
 
     async def _open_session(self) -> AsyncZooKeeper:
-        zk = AsyncZooKeeper(self.zk_connect, session_timeout_ms=self.session_timeout_ms)
+        zk = AsyncZooKeeper(
+            self.zk_connect,
+            session_timeout_ms=self.session_timeout_ms,
+            security=self.secure.zk_security if self.secure else None,
+        )
         await zk.start()
         return zk
 
@@ -224,7 +234,9 @@ class SimulatedBroker:
         return BrokerRegistration(
             broker_id=self.broker_id,
             endpoints=self.endpoints,
-            listener_security_protocol_map={ep.listener_name: "PLAINTEXT" for ep in self.endpoints},
+            listener_security_protocol_map={
+                ep.listener_name: "SSL" if self.secure else "PLAINTEXT" for ep in self.endpoints
+            },
             timestamp=int(time.time() * 1000),
         )
 

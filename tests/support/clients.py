@@ -4,29 +4,28 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
-
-from tests.support.cluster import Cluster
 
 DEADLINE_S = 60.0
 """How long a client call may take before the test fails instead of hanging."""
 
 
-def bootstrap(cluster: Cluster) -> str:
-    return ",".join("{}:{}".format(*b.endpoint("PLAINTEXT")) for b in cluster.brokers.values())
-
-
 def confluent_consume(
-    servers: str, topic: str, partitions: int, expected: int, *, through: dict[int, int] | None = None
+    client: str | Mapping[str, str],
+    topic: str,
+    partitions: int,
+    expected: int,
+    *,
+    through: dict[int, int] | None = None,
 ) -> dict[int, list[Any]]:
     """Read ``topic`` from the beginning until ``expected`` records came, and, with ``through``, until
     each partition's reads reached the offset given for it (a count alone can be met early when a
     resent batch left a duplicate in another partition)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer(
-        {"bootstrap.servers": servers, "group.id": "assign-only", "enable.auto.commit": False}
-    )
+    config = {"bootstrap.servers": client} if isinstance(client, str) else dict(client)
+    consumer = Consumer({**config, "group.id": "assign-only", "enable.auto.commit": False})
     got: dict[int, list[Any]] = defaultdict(list)
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])

@@ -3,11 +3,14 @@
 A test takes what it needs: real broker processes (``start`` brings up brokers and a controller and
 waits for failover), simulated brokers (``start_simulated``, for driving controller processes), and
 controller processes (``start_controller``). Everything is killed at the end, whatever happened.
+
+A module marked ``secure_variant`` runs each test twice: on PLAINTEXT, and on the secured layout of
+``cluster.secure`` (mutual TLS on every node's listener, ACLs, ZooKeeper ACLs), where the test acts as
+the super user ``admin`` through its client certificate, on the brokers' INTERNAL (SSL) listener.
 """
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
@@ -16,6 +19,7 @@ from typing import Any
 import pytest
 
 from cluster.processes import BrokerProcess, ControllerProcess, DaemonProcess, Event
+from cluster.secure import SecureCluster
 from protocol import ApiKey
 from protocol.record_batch import build_batch
 from tests.support.broker_sim import Received, SimulatedBroker
@@ -23,28 +27,37 @@ from tests.support.zookeeper import session
 from zkstore import znodes
 from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
+from zkstore.local_server import free_ports
 
-__all__ = ["Cluster", "channel_idle", "cluster", "epoch_of", "free_ports", "from_epoch", "produce"]
+__all__ = [
+    "SECURITY_MODES",
+    "Cluster",
+    "channel_idle",
+    "cluster",
+    "epoch_of",
+    "from_epoch",
+    "produce",
+]
 
 DEFAULT_CONTROLLER_ID = 1001
 
 
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+SECURITY_MODES = ("plaintext", "ssl")
+"""The ``cluster`` fixture's variants in a module marked ``secure_variant``."""
 
 
 class Cluster:
-    def __init__(self, zk_connect: str, workdir: Path, admin: AsyncZooKeeper) -> None:
+    def __init__(
+        self, zk_connect: str, workdir: Path, admin: AsyncZooKeeper, secure: SecureCluster | None = None
+    ) -> None:
         self.zk_connect = zk_connect
         self.workdir = workdir
         self.admin = admin
+        self.secure = secure
+        """The secured layout's CA and settings, or None on PLAINTEXT."""
+        self.client_keystore = secure.keystore("admin", unit="clients") if secure is not None else None
+        """The test's own certificate in a secured cluster: ``User:admin``, a super user."""
+        self.client_security = secure.dialing(self.client_keystore) if secure is not None else None
         self.brokers: dict[int, BrokerProcess] = {}
         """Real broker processes."""
         self.simulated: dict[int, SimulatedBroker] = {}
@@ -55,13 +68,54 @@ class Cluster:
 
     # -- real brokers
 
+    @property
+    def client_listener(self) -> str:
+        """The brokers' listener a test's client uses: PLAINTEXT, or INTERNAL (SSL) when secured."""
+        return "INTERNAL" if self.secure is not None else "PLAINTEXT"
+
+    def bootstrap(self) -> str:
+        return ",".join("{}:{}".format(*b.endpoint(self.client_listener)) for b in self.brokers.values())
+
+    def client_config(self) -> dict[str, str]:
+        """confluent-kafka settings reaching the brokers as the test's client."""
+        config = {"bootstrap.servers": self.bootstrap()}
+        if self.secure is not None:
+            config |= {
+                "security.protocol": "SSL",
+                "ssl.ca.location": str(self.secure.ca.certificate),
+                "ssl.certificate.location": str(self.client_keystore),
+                "ssl.key.location": str(self.client_keystore),
+            }
+        return config
+
+    def kafka_python_config(self) -> dict[str, Any]:
+        """kafka-python settings reaching the brokers as the test's client."""
+        config: dict[str, Any] = {"bootstrap_servers": self.bootstrap()}
+        if self.secure is not None:
+            config |= {
+                "security_protocol": "SSL",
+                "ssl_cafile": str(self.secure.ca.certificate),
+                "ssl_certfile": str(self.client_keystore),
+            }
+        return config
+
+    def _adopt(self, process: DaemonProcess) -> None:
+        process.client_security = self.client_security
+        if isinstance(process, BrokerProcess):
+            process.client_listener = self.client_listener
+        self.processes.append(process)
+
     def broker(self, broker_id: int, *, fixed_ports: bool = False, **overrides: Any) -> BrokerProcess:
-        if fixed_ports:
+        if self.secure is not None:
+            client, internal, control = free_ports(3) if fixed_ports else (0, 0, 0)
+            ports = (client, internal, control)
+            overrides = {**self.secure.broker(broker_id, ports=ports), **overrides}
+        elif fixed_ports:
             plain, control = free_ports(2)
             overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}"
         process = BrokerProcess(broker_id, self.zk_connect, self.workdir, **overrides)
         self.brokers[broker_id] = process
-        self.processes.append(process)
+        self._adopt(process)
         return process.start()
 
     def restart(self, broker_id: int) -> BrokerProcess:
@@ -97,15 +151,17 @@ class Cluster:
 
     async def start_simulated(self, *broker_ids: int) -> None:
         for broker_id in broker_ids:
-            broker = SimulatedBroker(broker_id, self.zk_connect)
+            broker = SimulatedBroker(broker_id, self.zk_connect, secure=self.secure)
             await broker.start()
             self.simulated[broker_id] = broker
 
     def start_controller(self, controller_id: int, **overrides: object) -> ControllerProcess:
-        process = ControllerProcess(controller_id, self.zk_connect, self.workdir, **overrides).start()
+        if self.secure is not None:
+            overrides = {**self.secure.controller(controller_id), **overrides}
+        process = ControllerProcess(controller_id, self.zk_connect, self.workdir, **overrides)
         self.controllers.append(process)
-        self.processes.append(process)
-        return process
+        self._adopt(process)
+        return process.start()
 
     async def topic_id(self, topic: str) -> object:
         data, _ = await self.admin.get(znodes.topic_path(topic))
@@ -130,8 +186,14 @@ def _took_role(event: Event, *, topic: str, partition: int) -> bool:
 
 
 @pytest.fixture
-async def cluster(zk_connect: str, tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(zk_connect, tmp_path, await session(zk_connect))
+async def cluster(zk_connect: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
+    """PLAINTEXT daemons, or (parametrized ``ssl`` by ``secure_variant``) the secured layout."""
+    secure = SecureCluster.create(tmp_path / "secrets") if getattr(request, "param", None) == "ssl" else None
+    admin = await session(zk_connect, secure.zk_security if secure is not None else None)
+    if secure is not None:
+        # The chroot holds /controller: like a secured root, it must not be world-writable.
+        await admin.set_acls("/", admin.acls_for(znodes.CONTROLLER))
+    c = Cluster(zk_connect, tmp_path, admin, secure)
     try:
         yield c
     finally:
@@ -171,6 +233,6 @@ async def produce(
         "timeout_ms": timeout_ms,
         "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
     }
-    reply = await broker.request("PLAINTEXT", ApiKey.PRODUCE, 7, body)
+    reply = await broker.request(broker.client_listener, ApiKey.PRODUCE, 7, body)
     (answer,) = reply["responses"][0]["partition_responses"]
     return answer

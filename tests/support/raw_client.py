@@ -5,6 +5,7 @@ loopback connection and reads answers through the daemons' own frame reader."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 import struct
 from typing import Any
 
@@ -26,8 +27,11 @@ class RawClient:
         self.writer = writer
 
     @classmethod
-    async def connect(cls, port: int, host: str = "127.0.0.1") -> RawClient:
-        return cls(*await asyncio.open_connection(host, port))
+    async def connect(
+        cls, port: int, host: str = "127.0.0.1", *, tls: ssl.SSLContext | None = None
+    ) -> RawClient:
+        """A connection to ``host:port``, over TLS with ``tls``."""
+        return cls(*await asyncio.open_connection(host, port, ssl=tls))
 
     async def send(self, *frames: bytes) -> None:
         self.writer.write(b"".join(frames))

@@ -14,10 +14,11 @@ from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.election import try_elect
 from zkstore.registration import register_broker
+from zkstore.security import ZkSecurity
 
 
-async def session(connect: str) -> AsyncZooKeeper:
-    zk = AsyncZooKeeper(connect, session_timeout_ms=6000)
+async def session(connect: str, security: ZkSecurity | None = None) -> AsyncZooKeeper:
+    zk = AsyncZooKeeper(connect, session_timeout_ms=6000, security=security)
     await zk.start()
     return zk
 
