@@ -11,7 +11,9 @@ RUN pip wheel --no-deps --wheel-dir /wheels .
 FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 COPY --from=build /wheels /wheels
-RUN pip install /wheels/*.whl && rm -rf /wheels
+# With the cli extra: the secured compose variant makes its certificates (cryptography) in this image,
+# and a secured cluster is administered from inside its network (python -m cluster ... --zk-config).
+RUN pip install "$(ls /wheels/*.whl)[cli]" && rm -rf /wheels
 
 # A non-root user owning /var/lib/kafka, where compose mounts each daemon's named volume (a new named
 # volume takes the ownership of the directory it is mounted on).

