@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Self
 
 from daemon.connection import KafkaConnection
-from security.config import ClientSecurity
 from protocol import ApiKey
+from security.config import ClientSecurity
 from zkstore import znodes
 
 REPO = Path(__file__).resolve().parents[1]

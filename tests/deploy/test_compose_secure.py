@@ -27,12 +27,12 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import Permissions
 
 from broker import config as broker_config
+from cluster.secrets_cli import CLIENT_DIR, DAEMON_CONFIG, ZOOKEEPER_ADMIN_CONFIG, ZOOKEEPER_CERTIFICATE
 from cluster.secure import MAPPING_RULES, MECHANISM, PROTOCOL_MAP, SUPER_USERS
 from controller import config as controller_config
 from daemon.config import env_var_name, parse_properties
 from daemon.zookeeper_config import load_zk_security
 from security.authorizer import parse_super_users
-from security.secrets_cli import CLIENT_DIR, DAEMON_CONFIG, ZOOKEEPER_ADMIN_CONFIG, ZOOKEEPER_CERTIFICATE
 from tests.deploy import (
     LOOPBACK,
     SECURE_FILES,

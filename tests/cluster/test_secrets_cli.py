@@ -1,4 +1,4 @@
-"""security.secrets_cli generate: idempotent, certificates for the right names, files for their readers."""
+"""cluster.secrets_cli generate: idempotent, certificates for the right names, files for their readers."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from cluster.secrets_cli import Owner, SecretsRequest, generate, main
 from cluster.secure import MAPPING_RULES
 from security.principal import PrincipalMapper
-from security.secrets_cli import Owner, SecretsRequest, generate, main
 
 NODES = ("broker-1", "controller-1001")
 ZOOKEEPER_HOSTS = ("zookeeper-1", "zookeeper-2")

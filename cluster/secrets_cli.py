@@ -1,4 +1,4 @@
-"""``python -m security.secrets_cli``: the secrets of a secured deployment, made in one directory.
+"""``python -m cluster.secrets_cli``: the secrets of a secured deployment, made in one directory.
 
 ``generate`` keeps or makes the secured layout of :mod:`cluster.secure` (a throwaway CA and the
 cluster's ZooKeeper digest identity) and, from it: a certificate per node valid for the node's host
@@ -291,7 +291,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
-        prog="python -m security.secrets_cli",
+        prog="python -m cluster.secrets_cli",
         description="Certificates, passwords and configuration files of a secured cluster, in one "
         "directory (generate), and the client user's SCRAM credential in ZooKeeper (register).",
     )
