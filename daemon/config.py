@@ -163,6 +163,8 @@ class ConfigKey:
     per_listener: bool = False
     """May also be set for one listener as ``listener.name.<listener>.<key>`` (and, for SASL keys,
     ``listener.name.<listener>.<mechanism>.<key>``), as Kafka allows."""
+    sensitive: bool = False
+    """A secret (a password, a private key): the start-up log shows ``[hidden]``, as Kafka's does."""
 
     def default_text(self) -> str:
         """The default as the configuration reference shows it."""
@@ -282,6 +284,8 @@ class LoadedConfig:
     listener_values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per-listener overrides by upper-case listener name, then key (``<mechanism>.<key>`` for a
     mechanism's own value)."""
+    sensitive: frozenset[str] = frozenset()
+    """Keys whose values are secrets, never written to a log."""
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -294,8 +298,18 @@ class LoadedConfig:
         return own.get(key, self.values[key])
 
     def describe(self) -> str:
-        """One ``key=value (origin)`` per line, for the start-up log."""
-        return "\n".join(f"  {k}={self.values[k]!r} ({self.origins[k]})" for k in sorted(self.values))
+        """One ``key=value (origin)`` per line, for the start-up log; secrets show as ``[hidden]``."""
+        lines = [(k, self.values[k], self.origins[k]) for k in sorted(self.values)]
+        lines += [
+            (f"listener.name.{listener.lower()}.{k}", value, "file")
+            for listener, overrides in sorted(self.listener_values.items())
+            for k, value in sorted(overrides.items())
+        ]
+        return "\n".join(f"  {k}={self._shown(k, v)} ({origin})" for k, v, origin in lines)
+
+    def _shown(self, key: str, value: Any) -> str:
+        secret = any(key == s or key.endswith("." + s) for s in self.sensitive)
+        return "[hidden]" if secret and value is not None else repr(value)
 
 
 def load_config(
@@ -343,7 +357,11 @@ def load_config(
             variable,
         )
     return LoadedConfig(
-        values=values, origins=origins, unknown=unknown + unknown_env, listener_values=listener_values
+        values=values,
+        origins=origins,
+        unknown=unknown + unknown_env,
+        listener_values=listener_values,
+        sensitive=frozenset(k.name for k in declared if k.sensitive),
     )
 
 

@@ -63,6 +63,7 @@ ZOOKEEPER_AUTH_DIGEST = ConfigKey(
     "string",
     None,
     check=_digest,
+    sensitive=True,
     doc="**sensitive**: `user:password`, the ZooKeeper digest identity of the session (Kafka takes it "
     "from a JAAS `Client` section, which is not read here)",
 )
@@ -85,6 +86,7 @@ ZOOKEEPER_SSL_KEYSTORE_PASSWORD = ConfigKey(
     "zookeeper.ssl.keystore.password",
     "string",
     None,
+    sensitive=True,
     doc="**sensitive**: the keystore's private-key password",
 )
 ZOOKEEPER_SSL_KEYSTORE_TYPE = ConfigKey(
@@ -98,7 +100,11 @@ ZOOKEEPER_SSL_TRUSTSTORE_LOCATION = ConfigKey(
     doc="PEM file with the CA certificates the server's certificate must chain to",
 )
 ZOOKEEPER_SSL_TRUSTSTORE_PASSWORD = ConfigKey(
-    "zookeeper.ssl.truststore.password", "string", None, doc="accepted; a PEM truststore has no password"
+    "zookeeper.ssl.truststore.password",
+    "string",
+    None,
+    sensitive=True,
+    doc="accepted; a PEM truststore has no password",
 )
 ZOOKEEPER_SSL_TRUSTSTORE_TYPE = ConfigKey(
     "zookeeper.ssl.truststore.type", "string", None, check=_pem_only, shown_default="`PEM`", doc="only `PEM`"

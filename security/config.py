@@ -104,9 +104,13 @@ def _listener_key(name: str, type_: str, default: object, doc: str, **extra: obj
 SECURITY_KEYS: tuple[ConfigKey, ...] = (
     _listener_key("ssl.keystore.type", "string", "PEM", "only `PEM`", check=_pem_only),
     _listener_key("ssl.keystore.location", "string", None, "PEM file: PKCS#8 private key, then the chain"),
-    _listener_key("ssl.keystore.key", "string", None, "the private key as inline PEM (sensitive)"),
+    _listener_key(
+        "ssl.keystore.key", "string", None, "the private key as inline PEM (sensitive)", sensitive=True
+    ),
     _listener_key("ssl.keystore.certificate.chain", "string", None, "the chain as inline PEM"),
-    _listener_key("ssl.key.password", "string", None, "decrypts an encrypted private key (sensitive)"),
+    _listener_key(
+        "ssl.key.password", "string", None, "decrypts an encrypted private key (sensitive)", sensitive=True
+    ),
     _listener_key("ssl.truststore.type", "string", "PEM", "only `PEM`", check=_pem_only),
     _listener_key("ssl.truststore.location", "string", None, "PEM file of the CA certificates trusted"),
     _listener_key("ssl.truststore.certificates", "string", None, "the trusted CA certificates as inline PEM"),
@@ -161,6 +165,7 @@ SECURITY_KEYS: tuple[ConfigKey, ...] = (
         None,
         "JAAS text: `PlainLoginModule`/`ScramLoginModule` with `username`/`password` (this node's identity "
         'towards others) and, for PLAIN, `user_<name>="<password>"` entries (sensitive)',
+        sensitive=True,
     ),
     _listener_key(
         "sasl.server.max.receive.size",

@@ -167,3 +167,22 @@ def test_properties_written_with_escapes_read_back(values: dict[str, str]) -> No
 
 def test_required_marker_is_distinct_from_none() -> None:
     assert REQUIRED is not None and repr(REQUIRED) == "REQUIRED"
+
+
+def test_the_start_up_log_hides_secrets_wherever_they_are_set(tmp_path: Path) -> None:
+    keys = (
+        ConfigKey("zookeeper.connect", "string"),
+        ConfigKey("zookeeper.auth.digest", "string", None, sensitive=True),
+        ConfigKey("sasl.jaas.config", "string", None, per_listener=True, sensitive=True),
+    )
+    path = tmp_path / "node.properties"
+    path.write_text(
+        "zookeeper.connect=zk:2181\nlistener.name.client.scram-sha-512.sasl.jaas.config=password=p2\n"
+    )
+    loaded = load_config(keys, path, environ={"KAFKA_ZOOKEEPER_AUTH_DIGEST": "kafka:p1"})
+    described = loaded.describe()
+    assert "p1" not in described and "p2" not in described
+    assert "zookeeper.auth.digest=[hidden] (env)" in described
+    assert "listener.name.client.scram-sha-512.sasl.jaas.config=[hidden]" in described
+    assert "zookeeper.connect='zk:2181' (file)" in described
+    assert "sasl.jaas.config=None (default)" in described  # unset: nothing to hide
