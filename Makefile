@@ -72,6 +72,7 @@ bench: install
 	$(PY) -m bench.controlled_shutdown
 	$(PY) -m bench.control_latency
 	$(PY) -m bench.epoch_confirmation
+	$(PY) -m bench.tls
 	$(PY) -m bench.produce
 	$(PY) -m bench.groups
 

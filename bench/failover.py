@@ -52,7 +52,6 @@ from bench.zookeeper import zookeeper_workdir
 from cluster.secure import SecureCluster
 from daemon.runtime import die_with_parent
 from security.config import ClientSecurity
-from security.tls import TlsSettings, client_context
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many
@@ -277,6 +276,7 @@ class MutualTls:
     """Controller settings: the SSL RPC listener, keystore, truststore and client auth."""
     broker: dict[str, Any]
     """Broker 1's keystore, truststore and client auth (every ack broker presents this certificate)."""
+    secure: SecureCluster
 
     @classmethod
     def create(cls, directory: Path, controller_id: int = 1001) -> MutualTls:
@@ -287,6 +287,7 @@ class MutualTls:
         return cls(
             {k: controller[k] for k in ("listeners", "listener.security.protocol.map", *TLS_KEYS)},
             {k: broker[k] for k in TLS_KEYS},
+            secure,
         )
 
     @property
@@ -296,11 +297,7 @@ class MutualTls:
 
     def controller_client(self) -> ClientSecurity:
         """How a stand-in controller dials an SSL listener: the controller's certificate, the CA trusted."""
-        settings = TlsSettings(
-            keystore_location=str(self.controller["ssl.keystore.location"]),
-            truststore_location=str(self.controller["ssl.truststore.location"]),
-        )
-        return ClientSecurity("SSL", client_context(settings))
+        return self.secure.dialing(Path(self.controller["ssl.keystore.location"]))
 
 
 def state_paths(cluster: Cluster) -> list[str]:

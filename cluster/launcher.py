@@ -373,7 +373,7 @@ async def _secure_zookeeper(secure: SecureCluster, connect: str) -> dict[str, st
     super user ``admin``, and write the files clients and tools need; returns their paths."""
     async with admin.connect(connect, security=secure.zk_security) as zk:
         await zk.set_acls("/", zk.acls_for(znodes.CONTROLLER))
-        password = secure.admin_password()
+        password = secure.password("admin")
         await secure.add_user(zk, "admin", password)
     return {
         "secrets": str(secure.directory),

@@ -34,7 +34,6 @@ import asyncio
 import datetime
 import os
 import re
-import secrets
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import NameOID
 
-from cluster.secure import MECHANISM, PROTOCOL_MAP, SecureCluster
+from cluster.secure import MECHANISM, PROTOCOL_MAP, SecureCluster, write_private
 from daemon.zookeeper_config import load_zk_security
 from security.certs import DEFAULT_HOSTS, CertificateAuthority
 from security.sasl import derive_credential
@@ -134,10 +133,8 @@ def generate(request: SecretsRequest) -> list[str]:
         report,
     )
     client_files = _certificate(cluster.ca, directory, request.client, "clients", DEFAULT_HOSTS, report)
+    password = cluster.password(request.client)
     password_file = directory / f"{request.client}.password"
-    if not password_file.exists():
-        _write_private(password_file, secrets.token_urlsafe(18) + "\n")
-    password = password_file.read_text().strip()
     written = _configuration(cluster, directory, request, client_files[0], password)
     report += [f"wrote {path}" for path in written]
     owned += [*client_files, password_file, *written]
@@ -186,7 +183,7 @@ def _configuration(
     }
     for path, settings in files.items():
         lines = [f"# {comments[path.name]}", *(f"{k}={v}" for k, v in settings.items())]
-        _write_private(path, "\n".join(lines) + "\n")
+        write_private(path, "\n".join(lines) + "\n")
     return [*files, ca_copy]
 
 
@@ -239,13 +236,6 @@ def _reissue_reason(
     return None
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write a file only its owner may read: it holds a secret."""
-    path.touch(mode=0o600)
-    path.chmod(0o600)
-    path.write_text(text)
-
-
 def _give(paths: Iterable[Path], owner: Owner | None) -> None:
     if owner is None:
         return
@@ -266,7 +256,7 @@ async def register(directory: Path, zookeeper: str, client: str = "admin") -> li
     zk = AsyncZooKeeper(zookeeper, security=security, connect_timeout_s=CONNECT_TIMEOUT_S)
     await zk.start()
     try:
-        await asyncio.to_thread(zk.client.set_acls, "/", root_acl)
+        await zk.set_acls("/", root_acl)
         await set_scram_credential(zk, client, MECHANISM, derive_credential(MECHANISM, password))
     finally:
         await zk.close()

@@ -26,7 +26,7 @@ from zkstore.local_server import LOOPBACK, ServerTls
 from zkstore.security import ZkSecurity
 from zkstore.users import set_scram_credential
 
-__all__ = ["MECHANISM", "SecureCluster"]
+__all__ = ["MECHANISM", "SecureCluster", "write_private"]
 
 MECHANISM = "SCRAM-SHA-512"
 MAPPING_RULES = (
@@ -164,14 +164,14 @@ class SecureCluster:
             "ssl.ca.location": str(self.ca.certificate),
         }
 
-    def admin_password(self) -> str:
-        """The password of ``admin``, a super user, kept in ``admin.password`` (made on first use)."""
-        return _secret(self.directory / "admin.password")
+    def password(self, user: str) -> str:
+        """``user``'s SCRAM password, kept in ``<user>.password`` (made on first use)."""
+        return _secret(self.directory / f"{user}.password")
 
     def write_client_config(self, path: Path, user: str, password: str) -> Path:
         """:meth:`client_config` as a properties file, for kcat's ``-F`` and the CLI's
         ``--command-config`` (Kafka tools' spelling)."""
-        _write_private(path, "".join(f"{k}={v}\n" for k, v in self.client_config(user, password).items()))
+        write_private(path, "".join(f"{k}={v}\n" for k, v in self.client_config(user, password).items()))
         return path
 
     def write_zk_config(self, path: Path) -> Path:
@@ -184,7 +184,7 @@ class SecureCluster:
                 "zookeeper.ssl.keystore.location": str(security.keystore),
                 "zookeeper.ssl.truststore.location": str(security.truststore),
             }
-        _write_private(path, "".join(f"{k}={v}\n" for k, v in lines.items()))
+        write_private(path, "".join(f"{k}={v}\n" for k, v in lines.items()))
         return path
 
 
@@ -192,7 +192,7 @@ def _hosts(host: str) -> tuple[str, ...]:
     return DEFAULT_HOSTS if host in DEFAULT_HOSTS else (*DEFAULT_HOSTS, host)
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
     """Write a file only its owner may read: it holds a password."""
     path.touch(mode=0o600)
     path.chmod(0o600)
@@ -203,5 +203,5 @@ def _secret(path: Path, user: str | None = None) -> str:
     """The secret kept in ``path`` (``user:password`` with ``user``), made on first use."""
     if not path.exists():
         password = secrets.token_urlsafe(18)
-        _write_private(path, f"{user}:{password}\n" if user else f"{password}\n")
+        write_private(path, f"{user}:{password}\n" if user else f"{password}\n")
     return path.read_text().strip()
