@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
+from cluster.processes import BrokerProcess
 from cluster.secure import SecureCluster
 from daemon.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
@@ -27,7 +28,13 @@ from security.acl import AclEntry, AclOperation, AclPermissionType, ResourcePatt
 from security.config import ClientSecurity
 from security.tls import TlsSettings, client_context
 from tests.support.cluster import Cluster, epoch_of
-from tests.support.requests import alter_partition_request, lai_partition, leader_and_isr, stop_replica
+from tests.support.requests import (
+    alter_partition_request,
+    lai_partition,
+    leader_and_isr,
+    stop_replica,
+    update_metadata,
+)
 from tests.support.waiting import wait_until
 from zkstore import znodes
 from zkstore.acls import update_resource_acls
@@ -103,15 +110,16 @@ def _produce(config: dict[str, Any], topic: str, value: bytes) -> str | None:
     return errors[0] if errors else None
 
 
-def _consume_one(config: dict[str, Any], topic: str) -> bytes:
+def _consumed(config: dict[str, Any], topic: str, value: bytes) -> bool:
+    """Whether a member of the group ``readers`` reads ``value`` from ``topic`` within 60 s."""
     consumer = Consumer({**config, "group.id": "readers", "auto.offset.reset": "earliest"})
     try:
         consumer.subscribe([topic])
         for _ in range(60):
             message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                return message.value()  # type: ignore[no-any-return]
-        raise AssertionError("nothing consumed within 60 s")
+            if message is not None and message.error() is None and message.value() == value:
+                return True
+        return False
     finally:
         consumer.close()
 
@@ -120,7 +128,7 @@ async def test_scram_clients_produce_and_consume_and_acls_decide(secured: Secure
     config = {"bootstrap.servers": secured.bootstrap(), **secured.secure.client_config("alice", PASSWORD)}
     value = uuid.uuid4().bytes
     assert await asyncio.to_thread(_produce, config, "orders", value) is None
-    assert await asyncio.to_thread(_consume_one, config, "orders") == value
+    assert await asyncio.to_thread(_consumed, config, "orders", value)
     # no ACL on "secret": refused, and the refusal is a line in the broker's event log
     assert await asyncio.to_thread(_produce, config, "secret", b"x") == "TOPIC_AUTHORIZATION_FAILED"
     assert any(
@@ -144,69 +152,90 @@ async def test_a_wrong_password_is_refused(secured: Secured) -> None:
         await asyncio.to_thread(metadata)
 
 
-async def test_kafka_python_over_scram(secured: Secured) -> None:
-    kafka = pytest.importorskip("kafka")
-    ca = str(secured.secure.ca.certificate)
-    common: dict[str, Any] = {
-        "bootstrap_servers": secured.bootstrap().split(","),
-        "security_protocol": "SASL_SSL",
-        "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": PASSWORD,
-        "ssl_cafile": ca,
+def _kafka_python_round_trip(config: dict[str, str], topic: str, value: bytes) -> bytes | None:
+    """Produce ``value`` with kafka-python, then read ``topic`` until it comes back (None if it does not)."""
+    import kafka
+
+    translated: dict[str, Any] = {
+        "bootstrap_servers": config["bootstrap.servers"].split(","),
+        "security_protocol": config["security.protocol"],
+        "ssl_cafile": config["ssl.ca.location"],
     }
-
-    def round_trip() -> bytes:
-        producer = kafka.KafkaProducer(**common)
-        producer.send("orders", b"from-kafka-python").get(timeout=30)
-        producer.close()
-        consumer = kafka.KafkaConsumer(
-            "orders", group_id="readers", auto_offset_reset="earliest", consumer_timeout_ms=20000, **common
-        )
-        try:
-            return b"".join(m.value for m in consumer if m.value == b"from-kafka-python")[:17]
-        finally:
-            consumer.close()
-
-    assert await asyncio.to_thread(round_trip) == b"from-kafka-python"
-
-
-async def test_kcat_over_tls_with_a_client_certificate(secured: Secured) -> None:
-    kcat = shutil.which("kcat") or shutil.which("kafkacat")
-    if kcat is None:
-        pytest.skip("kcat is not installed (make clients)")
-    keystore = secured.secure.client_certificate("carol")
-    principal = "User:carol"
-    await allow(secured.zk, ResourceType.TOPIC, "orders", principal, AclOperation.WRITE, AclOperation.READ)
-    args = [
-        "-b", secured.bootstrap("INTERNAL"),
-        "-X", "security.protocol=SSL",
-        "-X", f"ssl.ca.location={secured.secure.ca.certificate}",
-        "-X", f"ssl.certificate.location={keystore}",
-        "-X", f"ssl.key.location={keystore}",
-    ]  # fmt: skip
-
-    def produce() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [kcat, *args, "-P", "-t", "orders"],
-            input="from-kcat\n",
-            text=True,
-            capture_output=True,
-            timeout=60,
-        )
-
-    async def produced() -> bool:
-        return (await asyncio.to_thread(produce)).returncode == 0
-
-    await wait_until(produced, timeout=30, what="kcat produced over TLS")
-    consumed = await asyncio.to_thread(
-        subprocess.run,
-        [kcat, *args, "-C", "-t", "orders", "-o", "beginning", "-e", "-q"],
-        text=True,
-        capture_output=True,
-        timeout=60,
+    if "sasl.username" in config:
+        translated |= {
+            "sasl_mechanism": config["sasl.mechanism"],
+            "sasl_plain_username": config["sasl.username"],
+            "sasl_plain_password": config["sasl.password"],
+        }
+    else:
+        translated["ssl_certfile"] = config["ssl.certificate.location"]  # key and chain in one PEM
+    producer = kafka.KafkaProducer(**translated)
+    producer.send(topic, value).get(timeout=30)
+    producer.close()
+    consumer = kafka.KafkaConsumer(
+        topic, group_id="readers", auto_offset_reset="earliest", consumer_timeout_ms=20000, **translated
     )
-    assert "from-kcat" in consumed.stdout, consumed.stderr
+    try:
+        return next((m.value for m in consumer if m.value == value), None)
+    finally:
+        consumer.close()
+
+
+def _kcat_round_trip(kcat: str, config: dict[str, str], topic: str, value: bytes) -> bytes | None:
+    settings = [arg for key, setting in config.items() for arg in ("-X", f"{key}={setting}")]
+    produced = subprocess.run(
+        [kcat, *settings, "-P", "-t", topic], input=value + b"\n", capture_output=True, timeout=60
+    )
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        [kcat, *settings, "-C", "-t", topic, "-o", "beginning", "-e", "-q"], capture_output=True, timeout=60
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    return value if value in consumed.stdout.split(b"\n") else None
+
+
+async def test_confluent_kafka_python_and_kcat_round_trip_over_ssl_and_scram(secured: Secured) -> None:
+    """Each client over SSL with its certificate (INTERNAL) and over SASL_SSL with SCRAM (CLIENT)."""
+    keystore = secured.secure.client_certificate("carol")  # User:carol, by the mapping rules
+    carol = "User:carol"
+    await allow(secured.zk, ResourceType.TOPIC, "orders", carol, AclOperation.WRITE, AclOperation.READ)
+    await allow(secured.zk, ResourceType.GROUP, "readers", carol, AclOperation.READ)
+    ca = str(secured.secure.ca.certificate)
+    configs = {
+        "SSL": {
+            "bootstrap.servers": secured.bootstrap("INTERNAL"),
+            "security.protocol": "SSL",
+            "ssl.ca.location": ca,
+            "ssl.certificate.location": str(keystore),
+            "ssl.key.location": str(keystore),
+        },
+        "SASL_SSL": {
+            "bootstrap.servers": secured.bootstrap(),
+            **secured.secure.client_config("alice", PASSWORD),
+        },
+    }
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    for protocol, config in configs.items():
+        value = f"confluent over {protocol} {uuid.uuid4()}".encode()
+        assert await asyncio.to_thread(_produce, config, "orders", value) is None, protocol
+        assert await asyncio.to_thread(_consumed, config, "orders", value), protocol
+        value = f"kafka-python over {protocol} {uuid.uuid4()}".encode()
+        assert await asyncio.to_thread(_kafka_python_round_trip, config, "orders", value) == value, protocol
+        if kcat is not None:  # installed by make clients, which make test runs
+            value = f"kcat over {protocol} {uuid.uuid4()}".encode()
+            assert await asyncio.to_thread(_kcat_round_trip, kcat, config, "orders", value) == value, protocol
+
+
+async def _live_brokers(host: str, broker: BrokerProcess, security: ClientSecurity) -> list[int]:
+    """The broker ids ``broker``'s metadata cache holds, as a Metadata request on INTERNAL shows them."""
+    connection = await KafkaConnection.open(
+        host, broker.endpoint("INTERNAL")[1], client_id="observer", security=security, connect_timeout=5
+    )
+    try:
+        _, answer = await connection.send(ApiKey.METADATA, 1, {"topics": []}, timeout=15)
+    finally:
+        await connection.close()
+    return sorted(b["node_id"] for b in answer["brokers"])
 
 
 async def test_control_requests_need_the_controllers_identity(secured: Secured) -> None:
@@ -222,6 +251,11 @@ async def test_control_requests_need_the_controllers_identity(secured: Secured) 
     # a certificate from the same CA, but not the controller's: CLUSTER_AUTHORIZATION_FAILED, nothing applied
     stop_replica_request = stop_replica(4, epoch_of(broker), {"orders": [0]}, delete=True)
     stop_replica_request["controller_id"] = controller.controller_id
+    # ... and an UpdateMetadata in which broker 1 is gone, stamped as the real controller stamps them
+    epoch = (await controller.wait_kind("controller_elected"))["controller_epoch"]
+    forged_metadata = update_metadata(
+        7, epoch_of(broker), {}, controller_id=controller.controller_id, controller_epoch=epoch, live=(2,)
+    )
     before = len(broker.of_kind("become_follower")) + len(broker.of_kind("become_leader"))
     outsider = secured.tls(secured.secure.client_certificate("mallory"))
     connection = await KafkaConnection.open(
@@ -230,6 +264,7 @@ async def test_control_requests_need_the_controllers_identity(secured: Secured) 
     try:
         for api_key, version, body in (
             (ApiKey.LEADER_AND_ISR, 5, forged),
+            (ApiKey.UPDATE_METADATA, 7, forged_metadata),
             (ApiKey.STOP_REPLICA, 4, stop_replica_request),
         ):
             _, answer = await connection.send(api_key, version, body, timeout=15)
@@ -237,8 +272,9 @@ async def test_control_requests_need_the_controllers_identity(secured: Secured) 
     finally:
         await connection.close()
     assert len(broker.of_kind("become_follower")) + len(broker.of_kind("become_leader")) == before
+    assert await _live_brokers(host, secured.cluster.brokers[1], outsider) == [1, 2], "broker 1 was dropped"
     denied = broker.of_kind("authorization_denied")
-    assert {e["api"] for e in denied} >= {"LeaderAndIsr", "StopReplica"}
+    assert {e["api"] for e in denied} >= {"LeaderAndIsr", "UpdateMetadata", "StopReplica"}
     assert all(e["principal"] == "User:mallory" for e in denied)
     # ... and so does AlterPartition at the controller
     rpc_host, rpc_port = controller.rpc_address()
