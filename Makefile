@@ -29,17 +29,19 @@ java:
 	    echo "java not found: install a JRE (apt-get install openjdk-17-jre-headless) to run ZooKeeper" >&2; exit 1; \
 	  fi; }
 
-# Clients from outside PyPI that the group and producer tests drive when they are there: kcat (Debian,
-# as root) and kafkajs (npm, into .run/js). Best effort: a test whose client is missing is skipped
-# with the reason.
+# Tools from outside PyPI that tests drive when they are there: kcat and Prometheus (Debian, as root;
+# the prometheus package brings promtool) and kafkajs (npm, into .run/js). Best effort: a test whose
+# tool is missing is skipped with the reason.
 KAFKAJS := .run/js/node_modules/kafkajs/package.json
 clients: $(KAFKAJS)
-	@command -v kcat >/dev/null 2>&1 || { \
+	@for package in kcat prometheus; do \
+	  command -v $$package >/dev/null 2>&1 && continue; \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null 2>&1 || \
-	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null 2>&1; } || \
-	    echo "kcat could not be installed: its tests will be skipped"; \
-	  else echo "kcat not found (apt-get install kcat): its tests will be skipped"; fi; }
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$package >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$package >/dev/null 2>&1; } || \
+	    echo "$$package could not be installed: its tests will be skipped"; \
+	  else echo "$$package not found (apt-get install $$package): its tests will be skipped"; fi; \
+	done
 
 $(KAFKAJS):
 	@mkdir -p .run/js

@@ -74,6 +74,8 @@ def nodes_of(state: Mapping[str, Any]) -> list[Node]:
     """The nodes of a ``cluster.json`` state, with each daemon's session timeout read from its config."""
     nodes = []
     for process in state["processes"]:
+        if process["role"] not in ROLES:  # a --monitor cluster's Prometheus is no node to break
+            continue
         timeout = None
         if process["role"] != "zookeeper":
             timeout = _session_timeout_s(Path(process["config"]))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import netns
+from cluster import monitor, netns
 from cluster.netns import Network
 from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
 from cluster.secure import SecureCluster
@@ -56,6 +56,10 @@ NETNS_PORTS = {"rpc": 9090, "client": 9092, "control": 9093, "internal": 9094, "
 """With --netns every node has an address of its own, so every node uses the same fixed ports."""
 
 
+NODE_ROLES = ("zookeeper", "controller", "broker")
+"""The cluster's nodes; a --monitor cluster's Prometheus is a process beside them."""
+
+
 class ClusterError(RuntimeError):
     """A cluster command that cannot be carried out; the message says why."""
 
@@ -74,6 +78,8 @@ class Layout:
     Kafka's documented commands work as written; otherwise, and for tests, free ports."""
     secure: bool = False
     """Every listener and the ZooKeeper sessions over TLS, SCRAM for clients, ACLs: see cluster.secure."""
+    monitor: bool = False
+    """A local Prometheus scraping every daemon, with the compose file's alert rules: see cluster.monitor."""
 
     def check(self) -> None:
         """ClusterError for a layout that cannot be started."""
@@ -288,6 +294,7 @@ def zookeeper_session(state: Mapping[str, Any]) -> contextlib.AbstractAsyncConte
 
 
 KAFKA_ZOOKEEPER_PORT = 2181
+KAFKA_PROMETHEUS_PORT = 9090
 KAFKA_FIRST_BROKER_PORT = 9092
 
 
@@ -346,7 +353,7 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
         for entry in processes:
             node = network.node(entry["name"])
             entry |= {"netns": node.namespace, "address": node.address}
-    state = {
+    state: dict[str, Any] = {
         "version": STATE_VERSION,
         "directory": str(directory),
         "zookeeper_connect": connect,
@@ -365,6 +372,17 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
         **({"security": security} if security else {}),
     }
     save_state(directory, state)
+    if layout.monitor:
+        port = usual_port(KAFKA_PROMETHEUS_PORT, "Prometheus", notices) if usual else find_free_port()
+        try:
+            prometheus = monitor.start(
+                directory / "prometheus", monitor.configure(directory / "prometheus", state), port
+            )
+        except monitor.MonitorError as exc:
+            down(directory)
+            raise ClusterError(f"--monitor: {exc}") from None
+        processes.append(prometheus)
+        save_state(directory, state)
     return state
 
 
@@ -594,7 +612,7 @@ def down(directory: Path) -> list[str]:
     """Stop the cluster in order; returns the names of the processes stopped."""
     state = load_state(directory)
     stopped = []
-    for role in ("broker", "controller", "zookeeper"):
+    for role in ("prometheus", "broker", "controller", "zookeeper"):
         entries = [p for p in state["processes"] if p["role"] == role and alive(p.get("pid"))]
         for entry in entries:  # SIGTERM all of a role at once, then wait for each
             _resume(entry.get("pid"))
@@ -614,6 +632,8 @@ def node_action(directory: Path, name: str, action: str) -> dict[str, Any]:
     once: a broker comes back before its ZooKeeper session expires, KIP-380's fast bounce)."""
     state = load_state(directory)
     entry = find(state, name)
+    if entry["role"] not in NODE_ROLES:
+        raise ClusterError(f"{name} is not a node of the cluster: `down` stops it with the rest")
     if entry["role"] == "zookeeper":
         return _zookeeper_action(directory, entry, action)
     if action == "kill":

@@ -48,6 +48,12 @@ def register(commands: Any) -> None:
         help="TLS everywhere: a throwaway CA, mutual TLS between nodes, SASL_SSL/SCRAM for clients, ACLs, "
         "ZooKeeper over TLS with ACLs; prints the client config file to use",
     )
+    up.add_argument(
+        "--monitor",
+        action="store_true",
+        help="also start a local Prometheus (Debian's prometheus package) scraping every daemon, with the "
+        "alert rules of deploy/prometheus/rules",
+    )
     up.set_defaults(run=_reporting(run_up))
 
     cut = commands.add_parser(
@@ -142,6 +148,7 @@ def run_up(args: argparse.Namespace) -> int:
         args.netns,
         args.kafka_ports,
         args.secure,
+        args.monitor,
     )
     layout.check()
     with console.status(f"starting {layout.brokers} brokers and {layout.controllers} controllers"):
@@ -151,6 +158,11 @@ def run_up(args: argparse.Namespace) -> int:
     for notice in state.get("notices", []):
         console.print(f"[yellow]{notice}[/]")
     console.print(f"bootstrap: {launcher.bootstrap_servers(state)}", soft_wrap=True)
+    prometheus = next((p for p in state["processes"] if p["role"] == "prometheus"), None)
+    if prometheus is not None:
+        console.print(
+            f"Prometheus: {prometheus['url']} (alerts: {prometheus['url']}/alerts)", highlight=False
+        )
     client_config = launcher.client_config(state)
     if client_config is not None:
         console.print(how_to_connect(state, client_config), soft_wrap=True, highlight=False)
@@ -287,7 +299,7 @@ def processes_table(state: dict[str, Any]) -> Table:
         table.add_column(column)
     for p in state["processes"]:
         running = p.get("alive", launcher.alive(p.get("pid")))
-        listeners = ", ".join(p.get("listeners", [])) or f"client port {p.get('port')}"
+        listeners = ", ".join(p.get("listeners", [])) or p.get("url") or f"client port {p.get('port')}"
         table.add_row(
             p["name"],
             str(p.get("pid") or "-"),
