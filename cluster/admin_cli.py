@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kazoo.exceptions import KazooException
 
 from cluster import kafka_flags, launcher
-from daemon.config import ConfigError
+from daemon.config import ConfigError, parse_properties
 from daemon.zookeeper_config import load_zk_security
 from zkstore import admin, znodes
 from zkstore.admin import AdminError
@@ -74,6 +74,13 @@ def common_options() -> argparse.ArgumentParser:
         metavar="FILE",
         help="properties file with the zookeeper.* security keys (zookeeper.auth.digest, "
         "zookeeper.ssl.*), for a ZooKeeper with ACLs or TLS (Kafka tools' --zk-tls-config-file)",
+    )
+    common.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="librdkafka properties (security.protocol, sasl.*, ssl.*) for commands that reach the brokers "
+        "(default: a secure local cluster's client.properties)",
     )
     common.add_argument("--dir", type=Path, help="a local cluster's directory: read DIR/cluster.json")
     common.add_argument("--json", action="store_true", help="machine-readable output")
@@ -287,21 +294,50 @@ def with_zookeeper(args: argparse.Namespace, work: Callable[[AsyncZooKeeper], Aw
     return asyncio.run(session())
 
 
+def kafka_client(args: argparse.Namespace, servers: str | None = None) -> dict[str, str]:
+    """librdkafka settings reaching the brokers: ``bootstrap.servers`` (--bootstrap-server, else
+    ``servers``) and the security settings of --command-config, else of the local secure cluster."""
+    settings: dict[str, str] = {}
+    path: Path | None = getattr(args, "command_config", None)
+    if path is None and not args.zookeeper:
+        directory = _local_cluster(args)
+        path = launcher.client_config(launcher.load_state(directory)) if directory is not None else None
+    if path is not None:
+        try:
+            settings = parse_properties(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise AdminError(f"--command-config: cannot read {path}: {exc.strerror or exc}") from None
+        ca = settings.get("ssl.ca.location")
+        if ca and not Path(ca).is_absolute():  # relative to the file, as compose's client.properties has it
+            settings["ssl.ca.location"] = str(path.parent / ca)
+    chosen = args.bootstrap_server or servers
+    if chosen:  # a file naming its own brokers yields to the ones given or found
+        settings["bootstrap.servers"] = chosen
+    if not settings.get("bootstrap.servers"):
+        raise AdminError("no brokers to connect to: give --bootstrap-server")
+    return settings
+
+
 def bootstrap_servers(args: argparse.Namespace) -> str:
     """--bootstrap-server, else the PLAINTEXT listeners of --dir's brokers, else those in ZooKeeper."""
     if args.bootstrap_server:
         return args.bootstrap_server
-    if args.dir is not None:
-        processes = launcher.load_state(args.dir).get("processes") or []
-        listeners = [ln for p in processes if p.get("role") == "broker" for ln in p.get("listeners") or []]
-        where = str(launcher.state_path(args.dir))
+    directory = _local_cluster(args)
+    listener = CLIENT_LISTENER
+    if directory is not None:
+        state = launcher.load_state(directory)
+        listeners = [
+            ln for p in state["processes"] if p["role"] == "broker" for ln in p.get("listeners") or []
+        ]
+        listener = launcher.client_listener(state)
+        where = str(launcher.state_path(directory))
     else:
         brokers = with_zookeeper(args, admin.broker_list)
         listeners = [ep for b in brokers for ep in b.endpoints]
         where = f"/brokers/ids at {_zookeeper(args)}"
-    servers = launcher.client_endpoints(listeners)
+    servers = launcher.client_endpoints(listeners, listener)
     if not servers:
-        raise AdminError(f"no broker with a {CLIENT_LISTENER} listener in {where}; give --bootstrap-server")
+        raise AdminError(f"no broker with a {listener} listener in {where}; give --bootstrap-server")
     return ",".join(servers)
 
 
@@ -359,7 +395,7 @@ def run_topics_create(args: argparse.Namespace) -> int:
     if args.bootstrap_server:  # the brokers' defaults fill in what is not given, as in Kafka 3.x
         configs = dict(config_pair(c) for c in args.config)
         kafka_flags.create(
-            args.bootstrap_server, args.topic, args.partitions, args.replication_factor, assignment, configs
+            kafka_client(args), args.topic, args.partitions, args.replication_factor, assignment, configs
         )
         print(f"Created topic {args.topic}.")
         return 0
@@ -419,7 +455,7 @@ def config_pair(text: str) -> tuple[str, str]:
 
 def run_topics_describe(args: argparse.Namespace) -> int:
     if args.bootstrap_server:
-        served = kafka_flags.describe(args.bootstrap_server, args.topic)
+        served = kafka_flags.describe(kafka_client(args), args.topic)
         if args.under_replicated_partitions:
             served = [r for r in served if len(r[3]) < len(r[4])]
         if args.unavailable_partitions:
@@ -461,7 +497,7 @@ def run_topics_describe(args: argparse.Namespace) -> int:
 
 def run_topics_list(args: argparse.Namespace) -> int:
     if args.bootstrap_server:
-        for name in kafka_flags.list_topics(args.bootstrap_server):
+        for name in kafka_flags.list_topics(kafka_client(args)):
             print(name)
         return 0
     topics = with_zookeeper(args, admin.list_topics)
@@ -474,7 +510,7 @@ def run_topics_list(args: argparse.Namespace) -> int:
 
 def run_topics_delete(args: argparse.Namespace) -> int:
     if args.bootstrap_server:
-        kafka_flags.delete(args.bootstrap_server, args.topic)
+        kafka_flags.delete(kafka_client(args), args.topic)
         print(f"Deleted topic {args.topic}.")
         return 0
     with_zookeeper(args, lambda zk: admin.delete_topic(zk, args.topic))
@@ -488,7 +524,7 @@ def run_topics_delete(args: argparse.Namespace) -> int:
 
 def run_topics_alter(args: argparse.Namespace) -> int:
     if args.bootstrap_server:
-        kafka_flags.alter(args.bootstrap_server, args.topic, args.partitions)
+        kafka_flags.alter(kafka_client(args), args.topic, args.partitions)
         print(f"Topic {args.topic} has {args.partitions} partitions.")
         return 0
     added = with_zookeeper(args, lambda zk: admin.add_partitions(zk, args.topic, args.partitions))
@@ -564,8 +600,8 @@ def _elect_through_brokers(args: argparse.Namespace) -> int:
         if args.partition is not None:
             partitions = [(args.topic, args.partition)]
         else:  # every partition of the topic, from the brokers' metadata
-            partitions = [(t, p) for t, p, *_ in kafka_flags.describe(args.bootstrap_server, args.topic)]
-    outcomes = kafka_flags.elect_leaders(args.bootstrap_server, args.election_type == "UNCLEAN", partitions)
+            partitions = [(t, p) for t, p, *_ in kafka_flags.describe(kafka_client(args), args.topic)]
+    outcomes = kafka_flags.elect_leaders(kafka_client(args), args.election_type == "UNCLEAN", partitions)
     elected = sorted(tp for tp, e in outcomes.items() if e is None)
     needless = sorted(tp for tp, e in outcomes.items() if e == "ELECTION_NOT_NEEDED")
     failed = {tp: e for tp, e in sorted(outcomes.items()) if e not in (None, "ELECTION_NOT_NEEDED")}
@@ -697,7 +733,7 @@ class ProduceReport:
 
 
 def produce_records(
-    servers: str,
+    brokers: Mapping[str, str],
     topic: str,
     records: Iterable[tuple[bytes | None, bytes]],
     *,
@@ -714,7 +750,7 @@ def produce_records(
 
     report = ProduceReport(topic)
     config = {
-        "bootstrap.servers": servers,
+        **brokers,
         "acks": acks,
         "enable.idempotence": False,
         "linger.ms": 5,
@@ -762,7 +798,7 @@ def _stdin_records(separator: str | None) -> Iterator[tuple[bytes | None, bytes]
 def run_produce(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 0:
         return usage_error("--count cannot be negative")
-    servers = bootstrap_servers(args)
+    brokers = kafka_client(args, bootstrap_servers(args))
     if args.count is not None:
         records: Iterable[tuple[bytes | None, bytes]] = (
             (None, f"record-{i}".encode()) for i in range(args.count)
@@ -770,7 +806,7 @@ def run_produce(args: argparse.Namespace) -> int:
     else:
         records = _stdin_records(args.key_separator)
     report = produce_records(
-        servers, args.topic, records, partition=args.partition, acks=args.acks, timeout_s=args.timeout
+        brokers, args.topic, records, partition=args.partition, acks=args.acks, timeout_s=args.timeout
     )
     if args.json:
         print_json(
@@ -809,7 +845,7 @@ def _text(data: bytes | None) -> str | None:
 
 
 def consume_records(
-    servers: str,
+    brokers: Mapping[str, str],
     topic: str,
     on_record: Callable[[ConsumedRecord], None],
     *,
@@ -826,7 +862,7 @@ def consume_records(
     from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, TopicPartition
 
     config = {
-        "bootstrap.servers": servers,
+        **brokers,
         "group.id": CONSUMER_GROUP,
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
@@ -837,7 +873,7 @@ def consume_records(
         raise AdminError(f"cannot create a consumer: {exc}") from None
     count = 0
     try:
-        partitions = _partitions_to_read(consumer, servers, topic, partition, idle_timeout_s)
+        partitions = _partitions_to_read(consumer, brokers, topic, partition, idle_timeout_s)
         start = OFFSET_BEGINNING if from_beginning else OFFSET_END
         consumer.assign([TopicPartition(topic, p, start) for p in partitions])
         last_record = time.monotonic()
@@ -859,7 +895,11 @@ def consume_records(
 
 
 def _partitions_to_read(
-    consumer: Consumer, servers: str, topic: str, partition: int | None, idle_timeout_s: float | None
+    consumer: Consumer,
+    brokers: Mapping[str, str],
+    topic: str,
+    partition: int | None,
+    idle_timeout_s: float | None,
 ) -> list[int]:
     """The topic's partitions (or the one asked for), or an AdminError naming what is missing."""
     from confluent_kafka import KafkaException
@@ -867,7 +907,7 @@ def _partitions_to_read(
     try:
         metadata = consumer.list_topics(topic, timeout=max(10.0, idle_timeout_s or 0.0))
     except KafkaException as exc:
-        raise AdminError(f"no metadata for {topic} from {servers}: {exc}") from None
+        raise AdminError(f"no metadata for {topic} from {brokers['bootstrap.servers']}: {exc}") from None
     found = metadata.topics.get(topic)
     if found is None or found.error is not None:
         reason = found.error.str() if found is not None and found.error is not None else "unknown topic"
@@ -907,7 +947,7 @@ def passing_consume_error(error: KafkaError) -> bool:
 def run_consume(args: argparse.Namespace) -> int:
     if args.max_messages is not None and args.max_messages < 1:
         return usage_error("--max-messages must be at least 1")
-    servers = bootstrap_servers(args)
+    brokers = kafka_client(args, bootstrap_servers(args))
 
     def show(record: ConsumedRecord) -> None:
         if args.json:
@@ -919,7 +959,7 @@ def run_consume(args: argparse.Namespace) -> int:
 
     try:
         count = consume_records(
-            servers,
+            brokers,
             args.topic,
             show,
             partition=args.partition,

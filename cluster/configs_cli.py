@@ -91,13 +91,13 @@ def run_configs(args: argparse.Namespace) -> int:
         )
     if args.alter:
         if args.bootstrap_server:
-            kafka_flags.alter_configs(args.bootstrap_server, ENTITY_TYPES[kind], name, added, deleted)
+            kafka_flags.alter_configs(admin_cli.kafka_client(args), ENTITY_TYPES[kind], name, added, deleted)
         else:
             admin_cli.with_zookeeper(args, lambda zk: _alter_in_zookeeper(zk, name, added, deleted))
         print(f"Completed updating config for {kind[:-1]} {name}.")
         return 0
     if args.bootstrap_server:
-        entries = kafka_flags.describe_configs(args.bootstrap_server, ENTITY_TYPES[kind], name)
+        entries = kafka_flags.describe_configs(admin_cli.kafka_client(args), ENTITY_TYPES[kind], name)
         shown = [e for e in entries if args.all or e.source in DYNAMIC_SOURCES]
     else:
         overrides = admin_cli.with_zookeeper(args, lambda zk: admin.read_topic_configs(zk, name))

@@ -5,6 +5,7 @@ AdminClient), with Kafka's flags and column names."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -62,9 +63,9 @@ class PartitionLag:
 
 
 def run_groups(args: argparse.Namespace) -> int:
-    servers = admin_cli.bootstrap_servers(args)
+    brokers = admin_cli.kafka_client(args, admin_cli.bootstrap_servers(args))
     if args.list:
-        groups = list_groups(servers)
+        groups = list_groups(brokers)
         if args.json:
             admin_cli.print_json(groups)
         else:
@@ -73,12 +74,12 @@ def run_groups(args: argparse.Namespace) -> int:
     if not args.group:
         return admin_cli.usage_error("--group is required")
     if args.delete:
-        client = kafka_flags.admin_client(servers)  # held until the answer, or its requests are cancelled
+        client = kafka_flags.admin_client(brokers)  # held until the answer, or its requests are cancelled
         kafka_flags.result(client.delete_consumer_groups([args.group])[args.group])
         print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
         return 0
     if args.describe:
-        state, rows = describe_group(servers, args.group)
+        state, rows = describe_group(brokers, args.group)
         if args.json:
             admin_cli.print_json(
                 {"group": args.group, "state": state, "partitions": [asdict(r) for r in rows]}
@@ -93,7 +94,7 @@ def run_groups(args: argparse.Namespace) -> int:
             [tuple(asdict(r).values()) for r in rows],
         )
         return 0
-    return _reset(args, servers)
+    return _reset(args, brokers)
 
 
 def _state(description: Any) -> str:
@@ -102,18 +103,18 @@ def _state(description: Any) -> str:
     return str(state.name) if hasattr(state, "name") else str(state)
 
 
-def list_groups(servers: str) -> list[str]:
-    client = kafka_flags.admin_client(servers)
+def list_groups(brokers: Mapping[str, str]) -> list[str]:
+    client = kafka_flags.admin_client(brokers)
     listed = kafka_flags.result(client.list_consumer_groups())
     return sorted(g.group_id for g in listed.valid)
 
 
-def _watermarks(servers: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+def _watermarks(
+    brokers: Mapping[str, str], partitions: list[tuple[str, int]]
+) -> dict[tuple[str, int], tuple[int, int]]:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer(
-        {"bootstrap.servers": servers, "group.id": "python-m-cluster-lag", "enable.auto.commit": False}
-    )
+    consumer = Consumer({**brokers, "group.id": "python-m-cluster-lag", "enable.auto.commit": False})
     try:
         out = {}
         for topic, partition in partitions:
@@ -128,27 +129,27 @@ def _watermarks(servers: str, partitions: list[tuple[str, int]]) -> dict[tuple[s
         consumer.close()
 
 
-def _committed(servers: str, group: str) -> dict[tuple[str, int], int]:
+def _committed(brokers: Mapping[str, str], group: str) -> dict[tuple[str, int], int]:
     from confluent_kafka import ConsumerGroupTopicPartitions
 
-    client = kafka_flags.admin_client(servers)
+    client = kafka_flags.admin_client(brokers)
     found = kafka_flags.result(
         client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
     )
     return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions if tp.offset != NO_OFFSET}
 
 
-def describe_group(servers: str, group: str) -> tuple[str, list[PartitionLag]]:
+def describe_group(brokers: Mapping[str, str], group: str) -> tuple[str, list[PartitionLag]]:
     """The group's state and, per partition it has committed or been assigned, offsets and lag."""
-    client = kafka_flags.admin_client(servers)
+    client = kafka_flags.admin_client(brokers)
     description = kafka_flags.result(client.describe_consumer_groups([group])[group])
     owners: dict[tuple[str, int], Any] = {}
     for member in description.members:
         for tp in member.assignment.topic_partitions if member.assignment else []:
             owners[tp.topic, tp.partition] = member
-    committed = _committed(servers, group)
+    committed = _committed(brokers, group)
     partitions = sorted(set(committed) | set(owners))
-    ends = _watermarks(servers, partitions)
+    ends = _watermarks(brokers, partitions)
     rows = []
     for tp in partitions:
         current = committed.get(tp)
@@ -170,12 +171,12 @@ def describe_group(servers: str, group: str) -> tuple[str, list[PartitionLag]]:
     return _state(description), rows
 
 
-def _reset(args: argparse.Namespace, servers: str) -> int:
+def _reset(args: argparse.Namespace, brokers: Mapping[str, str]) -> int:
     if not (args.to_earliest or args.to_latest or args.to_offset is not None):
         return admin_cli.usage_error("--reset-offsets needs --to-earliest, --to-latest or --to-offset N")
     if not (args.topic or args.all_topics):
         return admin_cli.usage_error("--reset-offsets needs --topic or --all-topics")
-    client = kafka_flags.admin_client(servers)
+    client = kafka_flags.admin_client(brokers)
     description = kafka_flags.result(client.describe_consumer_groups([args.group])[args.group])
     if args.execute and description.members:
         raise AdminError(
@@ -183,14 +184,14 @@ def _reset(args: argparse.Namespace, servers: str) -> int:
             f"but the current state is {_state(description)}."
         )
     if args.all_topics:
-        partitions = sorted(_committed(servers, args.group))
+        partitions = sorted(_committed(brokers, args.group))
     else:
         topic, _, listed = args.topic.partition(":")
         if listed:
             partitions = [(topic, int(p)) for p in listed.split(",") if p.strip()]
         else:
-            partitions = [(t, p) for t, p, *_ in kafka_flags.describe(servers, topic)]
-    marks = _watermarks(servers, partitions)
+            partitions = [(t, p) for t, p, *_ in kafka_flags.describe(brokers, topic)]
+    marks = _watermarks(brokers, partitions)
     targets = {}
     for tp in partitions:
         low, high = marks[tp]

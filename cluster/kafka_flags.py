@@ -11,7 +11,7 @@ through ZooKeeper, as ``kafka-topics.sh --zookeeper`` did.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 ACTIONS = ("--create", "--describe", "--list", "--delete", "--alter")
@@ -41,10 +41,10 @@ class AdminApiError(Exception):
     """The Admin API refused (Kafka's error name and message)."""
 
 
-def admin_client(servers: str) -> Any:
+def admin_client(brokers: Mapping[str, str]) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": servers})
+    return AdminClient(dict(brokers))
 
 
 def result(future: Any) -> Any:
@@ -59,7 +59,7 @@ def result(future: Any) -> Any:
 
 
 def create(
-    servers: str,
+    brokers: Mapping[str, str],
     topic: str,
     partitions: int | None,
     replication_factor: int | None,
@@ -73,25 +73,27 @@ def create(
         new = NewTopic(topic, len(assignment), replica_assignment=replicas, config=configs)
     else:
         new = NewTopic(topic, partitions or -1, replication_factor or -1, config=configs)
-    client = admin_client(servers)  # held until the answer: a collected client cancels its requests
+    client = admin_client(brokers)  # held until the answer: a collected client cancels its requests
     result(client.create_topics([new], operation_timeout=TIMEOUT_S)[topic])
 
 
-def delete(servers: str, topic: str) -> None:
-    client = admin_client(servers)
+def delete(brokers: Mapping[str, str], topic: str) -> None:
+    client = admin_client(brokers)
     result(client.delete_topics([topic], operation_timeout=TIMEOUT_S)[topic])
 
 
-def alter(servers: str, topic: str, partitions: int) -> None:
+def alter(brokers: Mapping[str, str], topic: str, partitions: int) -> None:
     from confluent_kafka.admin import NewPartitions
 
-    client = admin_client(servers)
+    client = admin_client(brokers)
     result(client.create_partitions([NewPartitions(topic, partitions)], operation_timeout=TIMEOUT_S)[topic])
 
 
-def describe(servers: str, topic: str | None) -> list[tuple[str, int, int, list[int], list[int]]]:
+def describe(
+    brokers: Mapping[str, str], topic: str | None
+) -> list[tuple[str, int, int, list[int], list[int]]]:
     """(topic, partition, leader, ISR, replicas) from the brokers' metadata, sorted."""
-    metadata = admin_client(servers).list_topics(topic, timeout=TIMEOUT_S)
+    metadata = admin_client(brokers).list_topics(topic, timeout=TIMEOUT_S)
     rows = []
     for name, found in sorted(metadata.topics.items()):
         if found.error is not None:
@@ -101,9 +103,9 @@ def describe(servers: str, topic: str | None) -> list[tuple[str, int, int, list[
     return rows
 
 
-def list_topics(servers: str) -> list[str]:
+def list_topics(brokers: Mapping[str, str]) -> list[str]:
     return sorted(
-        t for t in admin_client(servers).list_topics(timeout=TIMEOUT_S).topics if not t.startswith("__")
+        t for t in admin_client(brokers).list_topics(timeout=TIMEOUT_S).topics if not t.startswith("__")
     )
 
 
@@ -124,11 +126,11 @@ def _resource(kind: str, name: str, **kwargs: Any) -> Any:
     return ConfigResource(ResourceType[kind], name, **kwargs)
 
 
-def describe_configs(servers: str, kind: str, name: str) -> list[ConfigValue]:
+def describe_configs(brokers: Mapping[str, str], kind: str, name: str) -> list[ConfigValue]:
     """Every config of a topic or broker (``kind`` TOPIC or BROKER), sorted by name."""
     from confluent_kafka.admin import ConfigSource
 
-    client = admin_client(servers)
+    client = admin_client(brokers)
     (future,) = client.describe_configs([_resource(kind, name)]).values()
     return sorted(
         ConfigValue(e.name, e.value, ConfigSource(e.source).name, e.is_read_only, e.is_sensitive)
@@ -136,13 +138,15 @@ def describe_configs(servers: str, kind: str, name: str) -> list[ConfigValue]:
     )
 
 
-def alter_configs(servers: str, kind: str, name: str, added: dict[str, str], deleted: Sequence[str]) -> None:
+def alter_configs(
+    brokers: Mapping[str, str], kind: str, name: str, added: dict[str, str], deleted: Sequence[str]
+) -> None:
     """IncrementalAlterConfigs: set ``added`` and remove ``deleted``, leaving the other overrides."""
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
 
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in added.items()]
     entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in deleted]
-    client = admin_client(servers)
+    client = admin_client(brokers)
     (future,) = client.incremental_alter_configs(
         [_resource(kind, name, incremental_configs=entries)]
     ).values()
@@ -153,14 +157,14 @@ def alter_configs(servers: str, kind: str, name: str, added: dict[str, str], del
 
 
 def elect_leaders(
-    servers: str, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+    brokers: Mapping[str, str], unclean: bool, partitions: Sequence[tuple[str, int]] | None
 ) -> dict[tuple[str, int], str | None]:
     """ElectLeaders for ``partitions`` (None: every partition); each one's error name, None when elected."""
     from confluent_kafka import ElectionType, TopicPartition
 
     kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
     asked = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
-    client = admin_client(servers)
+    client = admin_client(brokers)
     done = result(client.elect_leaders(kind, asked))  # its timeout keywords fail in confluent-kafka 2.16
     return {(tp.topic, tp.partition): error_name(e) for tp, e in done.items()}
 

@@ -121,6 +121,15 @@ def test_up_secure_serves_clients_with_the_printed_config_and_locks_zookeeper(
         assert main(["users", "--dir", str(directory), "--describe", "--json"]) == 0
         assert "admin" in json.dumps(json.loads(capsys.readouterr().out))
 
+        # ... and the commands that reach the brokers use its client config (or --command-config).
+        assert main(["produce", "--dir", str(directory), "--topic", "orders", "--count", "5"]) == 0
+        consumed = ["consume", "--dir", str(directory), "--topic", "orders", "--from-beginning"]
+        assert main([*consumed, "--max-messages", "5", "--timeout", "30"]) == 0
+        capsys.readouterr()
+        admin_api = ["--bootstrap-server", servers, "--command-config", str(client_config)]
+        assert main(["topics", "list", *admin_api, "--zookeeper", "unused:1"]) == 0
+        assert "orders" in capsys.readouterr().out
+
         # Without that identity, ZooKeeper refuses every change, even at its root.
         plain_port = launcher.find(state, "zookeeper-1")["port"]
         outsider = KazooClient(hosts=f"127.0.0.1:{plain_port}")
