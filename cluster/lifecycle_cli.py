@@ -202,9 +202,9 @@ def how_to_connect(state: dict[str, Any], client_config: Path) -> str:
         (
             f"client config (SASL_SSL, SCRAM-SHA-512, user admin, a super user): {client_config}",
             f"  kcat -F {client_config} -b {servers} -L",
-            f"ZooKeeper (TLS, ACLs): the admin commands find its identity with --dir (for example "
-            f"python -m cluster topics list --dir {state['directory']}); other tools: --zk-config "
-            f"{launcher.zk_config(state)}",
+            f"the admin commands find both with --dir (python -m cluster produce --dir {state['directory']} "
+            "--topic demo --count 10); other tools: --command-config (brokers) and --zk-config "
+            f"{launcher.zk_config(state)} (ZooKeeper, TLS and ACLs)",
         )
     )
 
