@@ -50,8 +50,8 @@ $(KAFKAJS):
 	  echo "kafkajs could not be installed: its tests will be skipped"; \
 	else echo "npm not found: the kafkajs tests will be skipped"; fi
 
-run: install java
-	$(PY) -m cluster up --dir .run/cluster --kafka-ports $(if $(SECURE),--secure)
+run: install java $(if $(MONITOR),clients)
+	$(PY) -m cluster up --dir .run/cluster --kafka-ports $(if $(SECURE),--secure) $(if $(MONITOR),--monitor)
 
 test: install java clients
 	$(PY) -m pytest
