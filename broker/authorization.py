@@ -295,6 +295,20 @@ def _configs(operation: AclOperation, response_field: str) -> Callable[[_Check],
     return rule
 
 
+def _acl_change(request_field: str, response_field: str, extra: Body) -> Callable[[_Check], Gate]:
+    """CreateAcls, DeleteAcls: Alter on the cluster, else every entry refused (clients expect one
+    result per creation or filter)."""
+
+    def rule(c: _Check) -> Gate:
+        if c.cluster(Op.ALTER):
+            return c.gate()
+        refused = {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, **extra}
+        entries = [dict(refused) for _ in c.body.get(request_field) or []]
+        return c.gate(refusal={"throttle_time_ms": 0, response_field: entries})
+
+    return rule
+
+
 def _cluster_op(operation: AclOperation) -> Callable[[_Check], Gate]:
     def rule(c: _Check) -> Gate:
         return c.whole(c.cluster(operation), ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -330,4 +344,7 @@ _RULES: dict[int, Callable[[_Check], Gate]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_op(Op.ALTER),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_op(Op.DESCRIBE),
     ApiKey.DESCRIBE_LOG_DIRS: _cluster_op(Op.DESCRIBE),
+    ApiKey.DESCRIBE_ACLS: _cluster_op(Op.DESCRIBE),
+    ApiKey.CREATE_ACLS: _acl_change("creations", "results", {}),
+    ApiKey.DELETE_ACLS: _acl_change("filters", "filter_results", {"matching_acls": []}),
 }

@@ -21,6 +21,7 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from broker.acl_apis import AclApis
 from broker.admin_apis import AdminApis
 from broker.alter_partition_manager import AlterPartitionManager
 from broker.apis import BrokerIdentity, KafkaApis
@@ -191,6 +192,7 @@ class BrokerServer:
             self._loop,
             self.metadata_cache,
         )
+        acls = AclApis(lambda: self.authorizer, lambda: self.zk, self._loop)
         forwarded = ForwardedAdminApis(
             self._controller_endpoint,
             self._loop,
@@ -210,6 +212,9 @@ class BrokerServer:
             (ApiKey.CREATE_PARTITIONS, self.admin_apis.create_partitions),
             (ApiKey.DESCRIBE_CLUSTER, self.admin_apis.describe_cluster),
             (ApiKey.DESCRIBE_LOG_DIRS, self.admin_apis.describe_log_dirs),
+            (ApiKey.DESCRIBE_ACLS, acls.describe_acls),
+            (ApiKey.CREATE_ACLS, acls.create_acls),
+            (ApiKey.DELETE_ACLS, acls.delete_acls),
         ):
             self.apis.register(key, handler)
         self.replica_manager.on_elected = self._offsets_partition_elected

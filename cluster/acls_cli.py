@@ -378,7 +378,7 @@ async def _list(
 
 
 async def _add(zk: AsyncZooKeeper, plan: dict[ResourcePattern, frozenset[AclEntry]]) -> list[acls.AclUpdate]:
-    return [await _update(zk, pattern, _adding(new)) for pattern, new in plan.items()]
+    return [await _update(zk, pattern, acls.adding(new)) for pattern, new in plan.items()]
 
 
 async def _remove(zk: AsyncZooKeeper, args: argparse.Namespace) -> list[acls.AclUpdate]:
@@ -386,16 +386,8 @@ async def _remove(zk: AsyncZooKeeper, args: argparse.Namespace) -> list[acls.Acl
     stored = await acls.read_all_acls(zk)
     updates = []
     for pattern in sorted(p for p in stored if any(f.matches(p) for f in filters)):
-        updates.append(await _update(zk, pattern, _removing(removal_filter(args, pattern.resource_type))))
+        updates.append(await _update(zk, pattern, acls.removing(removal_filter(args, pattern.resource_type))))
     return updates
-
-
-def _adding(new: frozenset[AclEntry]) -> acls.AclChange:
-    return lambda current: current | new
-
-
-def _removing(selected: Callable[[AclEntry], bool]) -> acls.AclChange:
-    return lambda current: frozenset(e for e in current if not selected(e))
 
 
 async def _update(

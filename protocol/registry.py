@@ -20,10 +20,13 @@ from protocol.messages import (
     alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -90,6 +93,9 @@ APIS: dict[int, ApiSpec] = {
         list_partition_reassignments.SPEC,
         sasl_handshake.SPEC,
         sasl_authenticate.SPEC,
+        describe_acls.SPEC,
+        create_acls.SPEC,
+        delete_acls.SPEC,
     )
 }
 

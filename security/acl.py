@@ -25,6 +25,7 @@ __all__ = [
     "WILDCARD_PRINCIPAL",
     "WILDCARD_RESOURCE",
     "AclEntry",
+    "AclEntryFilter",
     "AclOperation",
     "AclPermissionType",
     "AclSnapshot",
@@ -215,6 +216,29 @@ class AclEntry:
 
     def __str__(self) -> str:
         return f"{self.principal} from {self.host} {self.permission.name} {self.operation.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class AclEntryFilter:
+    """Which entries of the matched patterns a DescribeAcls/DeleteAcls is about: None (principal,
+    host) or ANY (operation, permission) matches every value."""
+
+    principal: str | None = None
+    host: str | None = None
+    operation: AclOperation = AclOperation.ANY
+    permission: AclPermissionType = AclPermissionType.ANY
+
+    def __post_init__(self) -> None:
+        if self.operation is AclOperation.UNKNOWN or self.permission is AclPermissionType.UNKNOWN:
+            raise ValueError("a filter's operation and permission type must not be UNKNOWN")
+
+    def matches(self, entry: AclEntry) -> bool:
+        return (
+            self.principal in (None, entry.principal)
+            and self.host in (None, entry.host)
+            and self.operation in (AclOperation.ANY, entry.operation)
+            and self.permission in (AclPermissionType.ANY, entry.permission)
+        )
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from daemon.config import ConfigKey, LoadedConfig
 from daemon.supervision import start_supervised
 from security.acl import AclOperation, AclSnapshot, ResourcePattern, ResourceType, check_principal
 from zkstore import acls as store
+from zkstore.acls import AclUpdate
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.batch_read import get_data_many
 
@@ -157,6 +158,11 @@ class AclAuthorizer:
     def snapshot(self) -> AclSnapshot:
         """The ACLs in force now (an immutable value: DescribeAcls can list it safely)."""
         return self._snapshot
+
+    def apply(self, update: AclUpdate) -> None:
+        """Take a change this node has just written (CreateAcls, DeleteAcls) at once, before its
+        notification comes back; the notification then finds nothing new."""
+        self._snapshot = self._snapshot.with_resource(update.pattern, update.after)
 
     # -- lifecycle (on the event loop)
 

@@ -50,6 +50,7 @@ __all__ = [
     "AclUpdate",
     "AclUpdateFailed",
     "VersionedAcls",
+    "adding",
     "change_root",
     "change_sequence",
     "create_acl_paths",
@@ -57,6 +58,7 @@ __all__ = [
     "encode_change",
     "read_all_acls",
     "read_resource_acls",
+    "removing",
     "resource_path",
     "store_root",
     "update_resource_acls",
@@ -238,6 +240,18 @@ def _resource_type_dir(name: str) -> ResourceType | None:
 
 
 AclChange = Callable[[frozenset[AclEntry]], AbstractSet[AclEntry]]
+
+
+def adding(new: AbstractSet[AclEntry]) -> AclChange:
+    """The change that adds ``new`` to a resource's entries."""
+    return lambda current: current | new
+
+
+def removing(selected: Callable[[AclEntry], bool]) -> AclChange:
+    """The change that removes the entries ``selected`` picks."""
+    return lambda current: frozenset(e for e in current if not selected(e))
+
+
 """A resource's entries now -> what they should become; pure, since a conflict means calling it again."""
 
 

@@ -332,3 +332,53 @@ async def test_zookeeper_refuses_whoever_lacks_the_clusters_identity(
     await wait_until(lambda: intruder.process is not None and intruder.process.poll() is not None, timeout=60,
                      what="the intruder exits")  # fmt: skip
     assert "NoAuth" in intruder.tail(), intruder.tail()
+
+
+async def test_the_admin_api_creates_describes_and_deletes_acls(secured: Secured) -> None:
+    """confluent-kafka's create_acls/describe_acls/delete_acls, as a super user (a client certificate
+    mapped to User:admin); an ordinary user may not, and nothing it asked is stored."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+    )
+    from confluent_kafka.admin import ResourceType as Kind
+
+    admin_key = secured.secure.client_certificate("admin")
+    config = {
+        "bootstrap.servers": secured.bootstrap("INTERNAL"),
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(secured.secure.ca.certificate),
+        "ssl.certificate.location": str(admin_key),
+        "ssl.key.location": str(admin_key),
+    }
+    bob_reads = AclBinding(
+        Kind.TOPIC, "ledger", ResourcePatternType.PREFIXED, "User:bob", "*", AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )  # fmt: skip
+    bobs = AclBindingFilter(
+        Kind.ANY, None, ResourcePatternType.ANY, "User:bob", None, AclOperation.ANY, AclPermissionType.ANY
+    )
+
+    def round_trip() -> tuple[list[Any], list[Any], list[Any]]:
+        client = AdminClient(config)
+        client.create_acls([bob_reads])[bob_reads].result(timeout=30)
+        described = client.describe_acls(bobs).result(timeout=30)
+        deleted = client.delete_acls([bobs])[bobs].result(timeout=30)
+        return described, deleted, client.describe_acls(bobs).result(timeout=30)
+
+    described, deleted, after = await asyncio.to_thread(round_trip)
+    assert described == [bob_reads] and deleted == [bob_reads] and after == []
+
+    alice = AdminClient(
+        {"bootstrap.servers": secured.bootstrap(), **secured.secure.client_config("alice", PASSWORD)}
+    )
+    grab = AclBinding(
+        Kind.TOPIC, "payroll", ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.ALL,
+        AclPermissionType.ALLOW,
+    )  # fmt: skip
+    with pytest.raises(KafkaException, match="CLUSTER_AUTHORIZATION_FAILED"):
+        await asyncio.to_thread(lambda: alice.create_acls([grab])[grab].result(timeout=30))
+    assert not await secured.zk.exists("/kafka-acl/Topic/payroll")
