@@ -10,6 +10,9 @@ again. Every operation here does, once connected again, as Kafka's ZooKeeper cli
 whose reply was lost may therefore have been applied already: its retry then fails with NodeExists,
 NoNode or BadVersion, and callers that write tell their own earlier write from someone else's.
 
+Observers (``observe``) are told, on the loop, each state kazoo reports and each request's round
+trip, which the daemons turn into Kafka's ZooKeeper client metrics.
+
 Given a :class:`~zkstore.security.ZkSecurity`, the session authenticates and every znode created
 through this class (single creates, missing parents, creates inside a multi-op) carries the ACL the
 policy gives its own path; kazoo alone would give a path's missing parents the leaf's ACL.
@@ -21,8 +24,9 @@ import asyncio
 import contextlib
 import enum
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError
@@ -33,7 +37,7 @@ from kazoo.security import ACL, OPEN_ACL_UNSAFE
 from zkstore.ops import Check, Create, Delete, Op, SetData
 from zkstore.security import ZkSecurity, kazoo_arguments
 
-__all__ = ["AsyncZooKeeper", "ConnectionEvent"]
+__all__ = ["AsyncZooKeeper", "ConnectionEvent", "SessionObserver"]
 
 log = logging.getLogger("zkstore.aio")
 
@@ -59,6 +63,18 @@ class ConnectionEvent(enum.Enum):
     SUSPENDED = "suspended"
     RECONNECTED = "reconnected"
     EXPIRED = "expired"
+
+
+class SessionObserver(Protocol):
+    """Told, on the loop, what the session does and how long requests take (for metrics)."""
+
+    def session_state(self, state: str) -> None:
+        """kazoo's ``KeeperState`` at each change of connection state: ``CONNECTED``,
+        ``CONNECTED_RO``, ``CONNECTING`` (the connection dropped), ``EXPIRED_SESSION``,
+        ``AUTH_FAILED`` or ``CLOSED``."""
+
+    def request_latency(self, seconds: float) -> None:
+        """One request answered (with a result or a ZooKeeper error) after ``seconds``."""
 
 
 class AsyncZooKeeper:
@@ -88,6 +104,7 @@ class AsyncZooKeeper:
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners: list[Callable[[ConnectionEvent], None]] = []
+        self._observers: list[SessionObserver] = []
         self._last_state: KazooState | None = None
         self._wrapped: dict[Callable[[WatchedEvent], None], Callable[[WatchedEvent], None]] = {}
         self.retried = 0
@@ -108,6 +125,7 @@ class AsyncZooKeeper:
         self.client.remove_listener(self._on_kazoo_state)
         await loop.run_in_executor(None, self.client.stop)
         await loop.run_in_executor(None, self.client.close)
+        self._observed_state("CLOSED")
 
     @property
     def session_id(self) -> int | None:
@@ -122,9 +140,27 @@ class AsyncZooKeeper:
     def on_connection_event(self, callback: Callable[[ConnectionEvent], None]) -> None:
         self._listeners.append(callback)
 
+    def observe(self, observer: SessionObserver) -> None:
+        """Tell ``observer`` of every state change and request from now on (before ``start``: the
+        first connection too)."""
+        self._observers.append(observer)
+
+    def _observed_state(self, keeper_state: str) -> None:
+        for observer in list(self._observers):
+            observer.session_state(keeper_state)
+
+    def _observed_latency(self, started: float) -> None:
+        elapsed = time.monotonic() - started
+        for observer in list(self._observers):
+            observer.request_latency(elapsed)
+
     def _on_kazoo_state(self, state: KazooState) -> None:
         # On a kazoo thread: only classify and hand over; never block here.
         previous, self._last_state = self._last_state, state
+        loop = self._loop
+        if self._observers and loop is not None and not loop.is_closed():
+            # kazoo set its KeeperState (which says why: expired, auth failed, ...) just before this call.
+            loop.call_soon_threadsafe(self._observed_state, str(self.client.client_state))
         if state == KazooState.SUSPENDED:
             event = ConnectionEvent.SUSPENDED
         elif state == KazooState.LOST:
@@ -133,7 +169,6 @@ class AsyncZooKeeper:
             event = ConnectionEvent.RECONNECTED
         else:
             return
-        loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._dispatch, event)
 
@@ -185,12 +220,19 @@ class AsyncZooKeeper:
     async def _retrying(self, send: Callable[[], IAsyncResult], what: str) -> Any:
         """Send with ``send`` until an answer comes: a request lost with the connection goes again."""
         while True:
+            started = time.monotonic()
             try:
-                return await self._await(send())
+                result = await self._await(send())
             except ConnectionLoss:
                 self.retried += 1
                 log.info("ZooKeeper connection lost during %s; sending it again once reconnected", what)
                 await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            except Exception:  # an answer too (NoNode, BadVersion, ...): it took a round trip
+                self._observed_latency(started)
+                raise
+            self._observed_latency(started)
+            return result
 
     # -- operations (each retried until connected, see the module docstring)
 
@@ -308,8 +350,17 @@ class AsyncZooKeeper:
         methods go through.
         """
         result = self.client.handler.async_result()
+        started = time.monotonic()
         self.client._call(request, result)  # noqa: SLF001
-        return await self._await(result)
+        try:
+            answer = await self._await(result)
+        except ConnectionLoss:
+            raise
+        except Exception:
+            self._observed_latency(started)
+            raise
+        self._observed_latency(started)
+        return answer
 
 
 def _set_result(future: asyncio.Future[Any], value: Any) -> None:
