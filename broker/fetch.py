@@ -53,8 +53,8 @@ def _partition_response(index: int, error: ErrorCode, **fields: Any) -> dict[str
 class FetchApi:
     def __init__(self, rm: ReplicaManager) -> None:
         self.rm = rm
-        self.on_read: Callable[[int, bool], None] | None = None
-        """Called with the record bytes of each answered fetch and whether a follower sent it (metrics)."""
+        self.on_read: Callable[[dict[str, Any], bool], None] | None = None
+        """Called with each answered fetch's response and whether a follower sent it (metrics)."""
 
     def handle(self, request: Request, body: dict[str, Any]) -> Any:
         replica_id = body["replica_id"]
@@ -70,14 +70,14 @@ class FetchApi:
         ]
         response, available, failed = self.read_all(replica_id, wanted, body["max_bytes"])
         if body["max_wait_ms"] <= 0 or available >= body["min_bytes"] or failed or not wanted:
-            self.count(available, replica_id)
+            self.count(response, replica_id)
             return response
         delayed = DelayedFetch(body["max_wait_ms"] / 1000.0, self, replica_id, wanted, body)
         return self.rm.fetch_purgatory.watch(delayed, [w.tp for w in wanted])
 
-    def count(self, record_bytes: int, replica_id: int) -> None:
-        if self.on_read is not None and record_bytes:
-            self.on_read(record_bytes, replica_id >= 0)
+    def count(self, response: dict[str, Any], replica_id: int) -> None:
+        if self.on_read is not None:
+            self.on_read(response, replica_id >= 0)
 
     def read_all(
         self, replica_id: int, wanted: list[Wanted], max_bytes: int
@@ -176,8 +176,8 @@ class DelayedFetch(DelayedOperation):
 
     def reply(self) -> dict[str, Any]:
         if self._read is not None:
-            response, total = self._read
+            response, _ = self._read
         else:
-            response, total, _ = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
-        self.api.count(total, self.replica_id)
+            response, _, _ = self.api.read_all(self.replica_id, self.wanted, self.max_bytes)
+        self.api.count(response, self.replica_id)
         return response

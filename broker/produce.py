@@ -115,8 +115,10 @@ class DelayedProduce(DelayedOperation):
 class ProduceApi:
     def __init__(self, rm: ReplicaManager) -> None:
         self.rm = rm
-        self.on_append: Callable[[AppendInfo], None] | None = None
-        """Called after each successful append (metrics)."""
+        self.on_append: Callable[[str, AppendInfo], None] | None = None
+        """Called with the topic and what was appended after each successful append (metrics)."""
+        self.on_result: Callable[[str, ErrorCode], None] | None = None
+        """Called with the topic and the outcome of each partition append asked for (metrics)."""
 
     def handle(self, request: Request, body: dict[str, Any]) -> Any:
         acks = body["acks"]
@@ -163,6 +165,12 @@ class ProduceApi:
         return settled
 
     def _append(self, tp: TopicPartition, records: bytes | None, acks: int) -> PartitionResult:
+        result = self._append_partition(tp, records, acks)
+        if self.on_result is not None:
+            self.on_result(tp.topic, result.error)
+        return result
+
+    def _append_partition(self, tp: TopicPartition, records: bytes | None, acks: int) -> PartitionResult:
         try:
             partition = self.rm.hosted(tp)
             with partition.lock:
@@ -200,5 +208,5 @@ class ProduceApi:
             return result
         self.rm.partition_changed(tp)
         if self.on_append is not None:
-            self.on_append(info)
+            self.on_append(tp.topic, info)
         return result

@@ -53,6 +53,7 @@ from daemon.connection_quotas import ConnectionQuotas
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.supervision import start_supervised
+from daemon.zookeeper_metrics import ZooKeeperClientMetrics
 from protocol import CONTROL_APIS, ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
 from security.authorizer import AclAuthorizer
 from security.sasl import ScramCredential
@@ -250,6 +251,7 @@ class BrokerServer:
         self.apis.on_handled = self.broker_metrics.request_handled
         self.replica_manager.on_isr_change = self.broker_metrics.isr_changed
         self.produce_api.on_append = self.broker_metrics.appended
+        self.produce_api.on_result = self.broker_metrics.produced
         self.fetch_api.on_read = self.broker_metrics.fetched
         self.listeners: dict[str, Listener] = {}
         self.advertised: tuple[znodes.Endpoint, ...] = ()
@@ -259,6 +261,7 @@ class BrokerServer:
             connect_timeout_s=config.zookeeper_connection_timeout_s,
             security=config.zk_security,
         )
+        ZooKeeperClientMetrics(self.metrics).watch(self.zk)
         self.authorizer = AclAuthorizer(self.zk, config.authorizer)
         if config.authorizer.enabled:
             self.apis.authorization = RequestAuthorizer(self.authorizer)

@@ -13,18 +13,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from prometheus_client import Histogram
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from controller.request_batch import OutgoingRequest
 from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
-from daemon.metrics import Metrics, jmx_name
+from daemon.metrics import Metrics, Timer
 from daemon.supervision import start_supervised
 from protocol import CONTROL_APIS, ErrorCode
 from protocol.registry import api_spec
@@ -38,8 +34,6 @@ ResponseCallback = Callable[[OutgoingRequest, dict[str, Any]], None]
 """Called on the loop with the request and its decoded response body."""
 
 _DOMAIN, _TYPE = "kafka.controller", "ControllerChannelManager"
-_BROKER_LABEL = "broker_id"
-"""Kafka's ``broker-id`` MBean key, as the JMX exporter spells a Prometheus label."""
 
 
 @dataclass(slots=True)
@@ -89,7 +83,7 @@ class ChannelManager:
         self._brokers: dict[int, _Broker] = {}
         self._retiring: set[asyncio.Task[None]] = set()
         """Tasks of removed brokers that have not finished closing yet; ``shutdown`` awaits them."""
-        self._queue_time: Histogram | None = None
+        self._queue_time: Timer | None = None
         if metrics is not None:
             self._queue_time = metrics.timer(
                 _DOMAIN,
@@ -98,7 +92,22 @@ class ChannelManager:
                 "Time control requests wait in a broker's queue before being sent, in ms.",
                 labels=["broker-id"],
             )
-            metrics.register(_QueueSizeCollector(self))
+            # Read at scrape time, so a removed broker's series disappears, as Kafka removes its gauge.
+            metrics.gauge_family(
+                _DOMAIN,
+                _TYPE,
+                "QueueSize",
+                "Control requests waiting in one broker's queue.",
+                ["broker-id"],
+                lambda: (((broker_id,), size) for broker_id, size in sorted(self.queue_sizes().items())),
+            )
+            metrics.gauge_fn(
+                _DOMAIN,
+                _TYPE,
+                "TotalQueueSize",
+                "Control requests waiting in every broker's queue.",
+                self.total_queue_size,
+            )
 
     # -- brokers
 
@@ -290,29 +299,3 @@ def _error_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return f"UNKNOWN_ERROR_CODE_{code}"
-
-
-class _QueueSizeCollector(Collector):
-    """``QueueSize`` per current broker and ``TotalQueueSize``, read at scrape time.
-
-    Built on each scrape so a removed broker's series disappears, as Kafka removes its gauge.
-    """
-
-    def __init__(self, manager: ChannelManager) -> None:
-        self._manager = manager
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        sizes = self._manager.queue_sizes()
-        per_broker = GaugeMetricFamily(
-            jmx_name(_DOMAIN, _TYPE, "QueueSize"),
-            "Control requests waiting in one broker's queue.",
-            labels=[_BROKER_LABEL],
-        )
-        for broker_id, size in sorted(sizes.items()):
-            per_broker.add_metric([str(broker_id)], size)
-        yield per_broker
-        yield GaugeMetricFamily(
-            jmx_name(_DOMAIN, _TYPE, "TotalQueueSize"),
-            "Control requests waiting in every broker's queue.",
-            value=sum(sizes.values()),
-        )

@@ -19,6 +19,7 @@ from daemon.connection_quotas import ConnectionQuotas, connections_closed_meter
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.server import RequestServer, current_request
+from daemon.zookeeper_metrics import ZooKeeperClientMetrics
 from protocol import ApiKey, ErrorCode, RequestHeader, error_response_body
 from security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from security.authorizer import AclAuthorizer
@@ -43,6 +44,7 @@ class ControllerDaemon:
             config, event_log=self.event_log, metrics=self.metrics, timings=self.controller_metrics
         )
         self.controller_metrics.bind(self.controller)
+        ZooKeeperClientMetrics(self.metrics).watch(self.controller.zk)
         closed = connections_closed_meter(self.metrics)
 
         def count(listener: str, reason: str) -> None:
@@ -71,6 +73,7 @@ class ControllerDaemon:
             "AuthorizationDeniedPerSec",
             "Requests the ACL authorizer refused",
             ("request",),
+            addition=True,
         )
         self.metrics_port: int | None = None
         self.name = f"controller {config.controller_id}"

@@ -14,15 +14,13 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Protocol
 
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
-
 from controller import queries
 from controller.context import ControllerContext
 from controller.event_manager import EventManager
 from controller.events import ControllerEvent, ControllerState
+from controller.state_tables import ReplicaState
 from controller.stats import ControllerStats
-from daemon.metrics import Metrics, jmx_name
+from daemon.metrics import Metrics
 
 
 class ControllerView(Protocol):
@@ -51,19 +49,8 @@ RESPONSE_STATES = frozenset(
 """Events that change nothing the gauges show: no walk after them."""
 
 
-class _BrokerEpochs(Collector):
-    def __init__(self, owner: ControllerMetrics) -> None:
-        self.owner = owner
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily(
-            jmx_name(DOMAIN, "KafkaController", "BrokerEpoch"),
-            "Each live broker's epoch (czxid of its registration) as the active controller sees it",
-            labels=["broker_id"],
-        )
-        for broker_id, epoch in sorted(self.owner.broker_epochs.items()):
-            family.add_metric([str(broker_id)], epoch)
-        yield family
+ADDITIONS = frozenset({"ControllerEpoch"})
+"""KafkaController gauges that Kafka does not have."""
 
 
 class ControllerMetrics:
@@ -86,12 +73,20 @@ class ControllerMetrics:
             "TopicsToDeleteCount": "Topics queued for deletion",
             "ReplicasToDeleteCount": "Replicas of topics queued for deletion not yet deleted",
             "TopicsIneligibleToDeleteCount": "Topics whose deletion waits for offline replicas",
+            "ReplicasIneligibleToDeleteCount": "Replicas of topics queued for deletion that cannot go yet",
             "ActiveBrokerCount": "Registered brokers",
             "FencedBrokerCount": "Always 0 in ZooKeeper mode",
             "ControllerEpoch": "The epoch of the active controller (this one, when active)",
         }
         for name, doc in gauges.items():
-            metrics.gauge_fn(DOMAIN, "KafkaController", name, doc, partial(self._snapshot_value, name))
+            metrics.gauge_fn(
+                DOMAIN,
+                "KafkaController",
+                name,
+                doc,
+                partial(self._snapshot_value, name),
+                addition=name in ADDITIONS,
+            )
         metrics.gauge_fn(
             DOMAIN,
             "KafkaController",
@@ -106,7 +101,15 @@ class ControllerMetrics:
             "Events waiting for the event task",
             lambda: self.controller.event_manager.size if self.controller else 0,
         )
-        metrics.register(_BrokerEpochs(self))
+        metrics.gauge_family(
+            DOMAIN,
+            "KafkaController",
+            "BrokerEpoch",
+            "Each live broker's epoch (czxid of its registration) as the active controller sees it",
+            ("broker_id",),
+            self._broker_epochs,
+            addition=True,
+        )
         self.queue_time = metrics.timer(
             DOMAIN, "ControllerEventManager", "EventQueueTimeMs", "Time events wait in the queue (ms)"
         )
@@ -123,6 +126,10 @@ class ControllerMetrics:
 
     def _snapshot_value(self, name: str) -> float:
         return self.snapshot.get(name, 0)
+
+    def _broker_epochs(self) -> Iterator[tuple[tuple[int], float]]:
+        for broker_id, epoch in sorted(self.broker_epochs.items()):
+            yield (broker_id,), epoch
 
     def bind(self, controller: ControllerView) -> None:
         """Read ``controller`` from now on; the gauges follow it after every event (``event_processed``)."""
@@ -192,6 +199,11 @@ class ControllerMetrics:
             "TopicsToDeleteCount": len(deleting),
             "ReplicasToDeleteCount": sum(len(ctx.replicas(tp)) for tp in ctx.partitions_of(deleting)),
             "TopicsIneligibleToDeleteCount": len(ctx.topics_ineligible_for_deletion),
+            "ReplicasIneligibleToDeleteCount": sum(
+                1
+                for (tp, _), state in ctx.replica_states.items()
+                if state == ReplicaState.DELETION_INELIGIBLE and tp.topic in deleting
+            ),
             "ActiveBrokerCount": len(ctx.brokers),
             "FencedBrokerCount": 0,
             "ControllerEpoch": ctx.epoch,

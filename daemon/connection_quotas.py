@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection
 
-from prometheus_client import Counter as Meter
-
-from daemon.metrics import Metrics
+from daemon.metrics import Meter, Metrics
 
 
 def connections_closed_meter(metrics: Metrics) -> Meter:
@@ -29,6 +27,7 @@ def connections_closed_meter(metrics: Metrics) -> Meter:
         "Connections closed by this daemon: over max.connections or max.connections.per.ip (reason quota), "
         "or idle past connections.max.idle.ms (reason idle)",
         labels=("listener", "reason"),
+        addition=True,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from broker.checkpoint import read_offsets
+from daemon import metrics_reference
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, channel_idle, epoch_of, produce
 from tests.support.waiting import wait_until
@@ -316,11 +317,33 @@ async def test_metrics_use_the_jmx_exporter_names(cluster: Cluster) -> None:
     assert samples["kafka_network_requestchannel_controlplanerequestqueuesize"] == 0
     assert "kafka_network_requestchannel_requestqueuesize" in samples
     assert 0 <= samples["kafka_server_kafkarequesthandlerpool_controlplanerequesthandleravgidlepercent"] <= 1
-    assert samples['kafka_network_requestmetrics_requestspersec_total{request="LeaderAndIsr"}'] >= 1
+    assert 0 <= samples["kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent"] <= 1
+    assert (
+        samples['kafka_network_requestmetrics_requestspersec_total{request="LeaderAndIsr",version="5"}'] >= 1
+    )
+    assert samples['kafka_network_requestmetrics_requests_total{request="LeaderAndIsr",version="5"}'] >= 1
     assert samples['kafka_network_requestmetrics_totaltimems_count{request="UpdateMetadata"}'] >= 1
+    assert samples['kafka_network_requestmetrics_totaltimems{quantile="0.99",request="UpdateMetadata"}'] >= 0
+    assert samples['kafka_network_requestmetrics_totaltimems_histogram_count{request="UpdateMetadata"}'] >= 1
+    assert samples['kafka_network_requestmetrics_errors_total{error="NONE",request="Produce"}'] == 1
     assert samples["kafka_server_brokertopicmetrics_messagesinpersec_total"] == 10
+    assert samples["kafka_server_brokertopicmetrics_messagesin_total"] == 10
+    assert samples['kafka_server_brokertopicmetrics_messagesin_total{topic="metered"}'] == 10
     assert samples["kafka_server_brokertopicmetrics_bytesinpersec_total"] > 10 * 2
+    assert samples['kafka_server_brokertopicmetrics_totalproducerequests_total{topic="metered"}'] == 1
     assert samples["kafka_server_replicamanager_underminisrpartitioncount"] == 0
+    assert samples["kafka_server_replicamanager_atminisrpartitioncount"] == 0
+    assert samples['kafka_cluster_partition_replicascount{partition="0",topic="metered"}'] == 2
+    assert samples['kafka_cluster_partition_replicascount{partition="1",topic="metered"}'] == 0  # a follower
+    assert samples['kafka_log_log_size{partition="0",topic="metered"}'] > 10 * 2
     waiting = "kafka_server_delayedoperationpurgatory_numdelayedoperations"
     assert samples[waiting + '{delayedOperation="Produce"}'] == 0
     assert "kafka_server_replicamanager_isrshrinkspersec_total" in samples
+    assert "kafka_server_replicamanager_isrshrinks_total" in samples
+    assert samples["kafka_server_sessionexpirelistener_zookeepersyncconnects_total"] == 1
+    assert samples['kafka_server_sessionexpirelistener_sessionstate{state="CONNECTED"}'] == 1
+    assert samples["kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count"] > 0
+    assert samples["process_open_fds"] > 0 and 'python_gc_objects_collected_total{generation="0"}' in samples
+    # docs/metrics.md lists exactly what a broker exports.
+    page = metrics_reference.PAGE.read_text(encoding="utf-8")
+    assert metrics_reference.exposed_names(text) == metrics_reference.documented_names(page, "broker")

@@ -11,6 +11,7 @@ import urllib.request
 
 import pytest
 
+from daemon import metrics_reference
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, from_epoch
 from tests.support.requests import alter_partition_request
@@ -215,12 +216,16 @@ async def test_a_zombie_controller_cannot_write_after_its_session_expired(cluste
         assert all(r.error == ErrorCode.STALE_CONTROLLER_EPOCH for r in late)
 
 
-async def scrape(port: int) -> dict[str, float]:
-    """``/metrics`` as {sample name with labels: value}."""
+async def scrape_text(port: int) -> str:
     loop = asyncio.get_running_loop()
-    text = await loop.run_in_executor(
+    return await loop.run_in_executor(
         None, lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     )
+
+
+async def scrape(port: int) -> dict[str, float]:
+    """``/metrics`` as {sample name with labels: value}."""
+    text = await scrape_text(port)
     samples = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
@@ -258,6 +263,18 @@ async def test_metrics_use_the_jmx_exporter_names_and_follow_the_cluster(cluster
     assert samples["kafka_controller_controllereventmanager_eventqueuetimems_count"] >= 1
     assert "kafka_controller_controllereventmanager_eventqueuesize" in samples
     assert "kafka_controller_controllerstats_uncleanleaderelectionspersec_total" in samples
+    assert samples["kafka_controller_controllerstats_uncleanleaderelections_total"] == 0
+    assert samples['kafka_controller_controllerstats_topicchangerateandtimems{quantile="0.99"}'] >= 0
+    assert samples["kafka_controller_controllerstats_topicchangerateandtimems_histogram_count"] >= 1
+    assert samples["kafka_controller_kafkacontroller_replicasineligibletodeletecount"] == 0
+    assert samples["kafka_server_sessionexpirelistener_zookeepersyncconnects_total"] == 1
+    assert samples['kafka_server_sessionexpirelistener_sessionstate{state="CONNECTED"}'] == 1
+    assert samples["kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count"] > 0
+    assert samples["process_resident_memory_bytes"] > 0
     standby_samples = await scrape(standby_port)
     assert standby_samples["kafka_controller_kafkacontroller_activecontrollercount"] == 0
     assert standby_samples["kafka_controller_kafkacontroller_globalpartitioncount"] == 0
+    # docs/metrics.md lists exactly what a controller exports.
+    page = metrics_reference.PAGE.read_text(encoding="utf-8")
+    exposed = metrics_reference.exposed_names(await scrape_text(active_port))
+    assert exposed == metrics_reference.documented_names(page, "controller")
