@@ -1,14 +1,18 @@
 # The controller and broker daemons: one image, `python -m controller` or `python -m broker`, configured
 # only through KAFKA_* environment variables (see docker-compose.yml). No Java: ZooKeeper runs elsewhere.
 
+# PYTHON_IMAGE: any Python 3.11 image with pip; the official one by default. Without a registry,
+# `python -m deploy.images` builds a local stand-in whose pip installs from a wheelhouse (docs/docker.md).
+ARG PYTHON_IMAGE=python:3.11-slim
+
 # Build the project's wheel apart, so the sources and build tools stay out of the final image.
-FROM python:3.11-slim AS build
+FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY . .
 RUN pip wheel --no-deps --wheel-dir /wheels .
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 COPY --from=build /wheels /wheels
 # With the cli extra: the secured compose variant makes its certificates (cryptography) in this image,

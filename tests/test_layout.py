@@ -26,6 +26,7 @@ PACKAGES = (
     "chaos",
     "pipeline",
     "bench",
+    "deploy",
 )
 
 PURE_CONTROLLER_CORE = (

