@@ -57,7 +57,7 @@ NETNS_PORTS = {"rpc": 9090, "client": 9092, "control": 9093, "internal": 9094, "
 
 
 NODE_ROLES = ("zookeeper", "controller", "broker")
-"""The cluster's nodes; a --monitor cluster's Prometheus is a process beside them."""
+"""The cluster's nodes; a --monitor cluster's Prometheus and ZooKeeper exporter are processes beside them."""
 
 
 class ClusterError(RuntimeError):
@@ -374,14 +374,15 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
     save_state(directory, state)
     if layout.monitor:
         port = usual_port(KAFKA_PROMETHEUS_PORT, "Prometheus", notices) if usual else find_free_port()
+        watched = directory / "prometheus"
+        watched.mkdir(parents=True, exist_ok=True)
+        processes.append(monitor.start_exporter(watched, state, find_free_port()))
+        save_state(directory, state)  # so that down stops the exporter if Prometheus cannot start
         try:
-            prometheus = monitor.start(
-                directory / "prometheus", monitor.configure(directory / "prometheus", state), port
-            )
+            processes.append(monitor.start(watched, monitor.configure(watched, state), port))
         except monitor.MonitorError as exc:
             down(directory)
             raise ClusterError(f"--monitor: {exc}") from None
-        processes.append(prometheus)
         save_state(directory, state)
     return state
 
@@ -612,7 +613,7 @@ def down(directory: Path) -> list[str]:
     """Stop the cluster in order; returns the names of the processes stopped."""
     state = load_state(directory)
     stopped = []
-    for role in ("prometheus", "broker", "controller", "zookeeper"):
+    for role in ("prometheus", "zookeeper-exporter", "broker", "controller", "zookeeper"):
         entries = [p for p in state["processes"] if p["role"] == role and alive(p.get("pid"))]
         for entry in entries:  # SIGTERM all of a role at once, then wait for each
             _resume(entry.get("pid"))

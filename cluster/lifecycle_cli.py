@@ -299,7 +299,8 @@ def processes_table(state: dict[str, Any]) -> Table:
         table.add_column(column)
     for p in state["processes"]:
         running = p.get("alive", launcher.alive(p.get("pid")))
-        listeners = ", ".join(p.get("listeners", [])) or p.get("url") or f"client port {p.get('port')}"
+        port = f"client port {p['port']}" if p.get("port") else "-"
+        listeners = ", ".join(p.get("listeners", [])) or p.get("url") or port
         table.add_row(
             p["name"],
             str(p.get("pid") or "-"),

@@ -1,8 +1,9 @@
 """A local Prometheus beside a local cluster (``python -m cluster up --monitor``).
 
 It scrapes every daemon's ``/metrics`` with the jobs of the compose file's Prometheus (``controllers``,
-``brokers``) and evaluates the same alert rules (``deploy/prometheus/rules/``), so that a user without
-Docker can run the queries of the Grafana dashboard and watch the alerts. The binary is Debian's
+``brokers``), and ZooKeeper through ``python -m zkstore.exporter`` (job ``zookeeper``), and evaluates
+the same alert rules (``deploy/prometheus/rules/``), so that a user without Docker can run the queries
+of the Grafana dashboard and watch the alerts. The binary is Debian's
 ``prometheus`` package (``make clients`` installs it as root); without it ``--monitor`` says so.
 The small HTTP-API readers below serve the CLI and the tests alike.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -28,6 +30,7 @@ __all__ = [
     "configure",
     "query",
     "start",
+    "start_exporter",
     "targets",
 ]
 
@@ -55,7 +58,7 @@ def configure(directory: Path, state: dict[str, Any], rules: Path = RULES) -> Pa
     """Write ``directory/prometheus.yml`` and its file_sd target lists for the daemons of ``state``;
     returns the config file. The targets are files, so a restarted daemon needs no new config."""
     directory.mkdir(parents=True, exist_ok=True)
-    jobs = {"controllers": "controller", "brokers": "broker"}
+    jobs = {"controllers": "controller", "brokers": "broker", "zookeeper": "zookeeper-exporter"}
     scrape_configs = []
     for job, role in jobs.items():
         entries = [p for p in state["processes"] if p["role"] == role and p.get("metrics_port")]
@@ -77,6 +80,31 @@ def configure(directory: Path, state: dict[str, Any], rules: Path = RULES) -> Pa
     path = directory / "prometheus.yml"
     path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
     return path
+
+
+def start_exporter(directory: Path, state: dict[str, Any], port: int) -> dict[str, Any]:
+    """``python -m zkstore.exporter`` for every ZooKeeper server of ``state`` on ``127.0.0.1:port``;
+    returns its ``cluster.json`` entry. It asks ``mntr`` on the plaintext client ports."""
+    servers = ",".join(
+        f"{p.get('address', '127.0.0.1')}:{p['port']}" for p in state["processes"] if p["role"] == "zookeeper"
+    )
+    log = directory / "zookeeper-exporter.log"
+    with log.open("ab") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "zkstore.exporter", "--zookeeper", servers, "--host", "127.0.0.1",
+             "--port", str(port)],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    return {
+        "name": "zookeeper-exporter",
+        "role": "zookeeper-exporter",
+        "pid": child.pid,
+        "metrics_port": port,
+        "log": str(log),
+    }
 
 
 def start(directory: Path, config: Path, port: int) -> dict[str, Any]:

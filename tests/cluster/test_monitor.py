@@ -1,7 +1,8 @@
 """A real Prometheus (Debian's package) scraping a local cluster: every query of the Grafana dashboard
 returns data, and every alert rule either fires when its condition is caused (a stale control
-request, a killed broker, a bounce, an expired session, no controller left) or, for conditions a test
-cannot honestly cause (two active controllers, a backed-up event queue), measures something.
+request, a killed broker, a bounce, an expired session, no controller left, ZooKeeper gone) or, for
+conditions a test cannot honestly cause (two active controllers, a backed-up event queue), measures
+something.
 
 The rules are the shipped ones with every ``for`` set to 0 s, so the test waits for conditions, not
 for hold times; ``promtool check rules`` checks the shipped file as it is.
@@ -116,7 +117,7 @@ async def test_prometheus_answers_every_dashboard_query_and_the_alerts_fire_when
         listed = await asyncio.to_thread(monitor.targets, url)
         rules = await asyncio.to_thread(monitor.alert_rules, url)
         return (
-            len(listed) == 5
+            len(listed) == 6  # 3 brokers, 2 controllers, the ZooKeeper exporter
             and all(t["health"] == "up" for t in listed)
             and all(r["duration"] == 0 for r in rules)
         )
@@ -161,6 +162,11 @@ async def test_prometheus_answers_every_dashboard_query_and_the_alerts_fire_when
     for controller in ("controller-1001", "controller-1002"):
         launcher.node_action(directory, controller, "kill")
     await wait_until(lambda: firing(url, "NoActiveController"), timeout=60, what="NoActiveController")
+    launcher.node_action(directory, "zookeeper-1", "kill")
+    for name in ("ZooKeeperServerDown", "ZooKeeperDisconnected"):
+        await wait_until(lambda n=name: firing(url, n), timeout=60, what=name)
+    for broker in ("broker-1", "broker-2"):  # no controller nor ZooKeeper to shut down cleanly with
+        launcher.node_action(directory, broker, "kill")
     caused = set(rules) - NOT_CAUSED
     assert caused == {
         "NoActiveController",
@@ -171,6 +177,8 @@ async def test_prometheus_answers_every_dashboard_query_and_the_alerts_fire_when
         "BrokerEpochChanged",
         "StaleEpochRejections",
         "ZooKeeperSessionExpired",
+        "ZooKeeperServerDown",
+        "ZooKeeperDisconnected",
     }, "a new rule needs its cause in this test"
 
 
