@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test lint typecheck check bench chaos soak campaign fuzz install java clients clean
+.PHONY: run test lint typecheck check bench chaos soak campaign fuzz install java clients clean compose-test
 
 install: $(STAMP)
 
@@ -110,6 +110,14 @@ CAMPAIGN_S ?= 120
 campaign: install java
 	$(PY) -m chaos campaign --dir .run/campaign --runs $(RUNS) --first-seed $(FIRST_SEED) \
 	  --duration $(CAMPAIGN_S) $(CHAOS_LAYOUT)
+
+# docker-compose.yml on a real Docker engine (docs/docker.md): installs and starts the engine as root,
+# builds local images (no registry needed; cached in .run/docker), starts the file, produces and
+# consumes from the host, kills, pauses and disconnects brokers, and takes everything down again;
+# then the secured variant (docker-compose.secure.yml): up, a SASL_SSL round trip, down.
+compose-test: install
+	$(PY) -m deploy.compose_test
+	$(PY) -m deploy.compose_test --secure
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .hypothesis bench/results
