@@ -252,23 +252,23 @@ def _package_lists(lists: Path = Path("/var/lib/apt/lists")) -> list[tuple[str, 
 
 
 def _fetch_debs(packages: Sequence[str], status: Path, archives: Path) -> list[Path]:
+    """Resolve and download; if that fails (lists missing, or naming replaced versions), refresh the
+    host's package lists and try once more."""
     (archives / "partial").mkdir(parents=True, exist_ok=True)
-    options = [
-        "-q",
-        "-y",
-        "--no-install-recommends",
-        "-o",
-        f"Dir::State::status={status}",
-        "-o",
-        f"Dir::Cache::archives={archives}",
-    ]
+    options = ["-q", "-y", "--no-install-recommends", "-o", f"Dir::State::status={status}"]
+    options += ["-o", f"Dir::Cache::archives={archives}"]
     env = {"DEBIAN_FRONTEND": "noninteractive"}
-    simulated = run(["apt-get", *options, "-s", "install", *packages], env=env).stdout
-    fetch = run(["apt-get", *options, "--download-only", "install", *packages], env=env, check=False)
-    if fetch.returncode != 0:
-        run(["apt-get", "-q", "update"], env=env)
+
+    def resolve_and_fetch() -> str:
         simulated = run(["apt-get", *options, "-s", "install", *packages], env=env).stdout
         run(["apt-get", *options, "--download-only", "install", *packages], env=env)
+        return simulated
+
+    try:
+        simulated = resolve_and_fetch()
+    except EngineError:
+        run(["apt-get", "-q", "update"], env=env)
+        simulated = resolve_and_fetch()
     files = [archives / name for name in parse_simulation(simulated)]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
