@@ -31,6 +31,11 @@ DEBIAN_PACKAGES = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
 """Command -> the Debian package that brings it (docker.io also brings containerd, runc and a client)."""
 ENGINE_START_TIMEOUT_S = 90.0
 DOCKER_TIMEOUT_S = 600.0
+DOCKERD_ARGS = ("--iptables=false",)
+"""The engine leaves the host's firewall alone. With its iptables rules, dockerd sets the FORWARD
+policy to DROP, and with bridge netfilter on, that drops the traffic between the network namespaces
+of the project's own test hosts (``cluster.netns``); it stays after dockerd stops. Published ports
+still work without them: docker-proxy forwards each one from the host to its container."""
 
 
 class EngineError(RuntimeError):
@@ -75,7 +80,8 @@ def engine_running() -> bool:
 
 
 def start_engine(log_path: Path, timeout: float = ENGINE_START_TIMEOUT_S) -> int:
-    """Start ``dockerd`` in the background (as root), logging to ``log_path``; its pid once it answers.
+    """Start ``dockerd`` in the background (as root, with :data:`DOCKERD_ARGS`), logging to
+    ``log_path``; its pid once it answers.
 
     It runs in a session of its own, so that it outlives the command that started it, as a service would.
     """
@@ -84,7 +90,11 @@ def start_engine(log_path: Path, timeout: float = ENGINE_START_TIMEOUT_S) -> int
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            ["dockerd"], stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            ["dockerd", *DOCKERD_ARGS],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
