@@ -7,7 +7,6 @@ cluster.config_reference`` rewrites the tables in place, and a test fails when t
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from functools import partial
@@ -16,6 +15,7 @@ from pathlib import Path
 from broker.config import KEYS as BROKER_KEYS
 from controller.config import KEYS as CONTROLLER_KEYS
 from daemon.config import reference_table
+from daemon.doc_pages import page_command
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 TABLES = {"controller": CONTROLLER_KEYS, "broker": BROKER_KEYS}
@@ -41,21 +41,7 @@ def _fill(table: str, block: re.Match[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cluster.config_reference", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the page is out of date")
-    parser.add_argument("--page", type=Path, default=PAGE)
-    args = parser.parse_args(argv)
-    current = args.page.read_text(encoding="utf-8")
-    updated = render(current)
-    if args.check:
-        if updated != current:
-            print(f"{args.page} is out of date: run python -m cluster.config_reference", file=sys.stderr)
-            return 1
-        return 0
-    if updated != current:
-        args.page.write_text(updated, encoding="utf-8")
-        print(f"updated {args.page}")
-    return 0
+    return page_command("cluster.config_reference", __doc__, PAGE, render, argv)
 
 
 if __name__ == "__main__":

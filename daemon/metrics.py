@@ -30,7 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -247,6 +247,9 @@ def quantiles_of(slices: Iterable[tuple[int, Sequence[float]]], qs: Sequence[flo
 # --------------------------------------------------------------------------- metric kinds
 
 
+_C = TypeVar("_C")
+
+
 class _Labelled:
     """Children by label values, created on first use; ``()`` is the series without labels."""
 
@@ -258,6 +261,25 @@ class _Labelled:
         if not self.labelnames:
             raise ValueError("this metric has no labels")
         return _label_values(self.labelnames, values, named)
+
+    def _child(
+        self,
+        values: Sequence[object],
+        named: dict[str, object],
+        store: dict[tuple[str, ...], Any],
+        fresh: Callable[[], Any],
+        children: dict[tuple[str, ...], _C],
+        make: Callable[[tuple[str, ...]], _C],
+    ) -> _C:
+        """The child for these label values, its series (``fresh()``) and itself made on first use."""
+        key = self._labels(values, named)
+        child = children.get(key)
+        if child is None:
+            with self._lock:
+                if key not in store:
+                    store[key] = fresh()
+                child = children.setdefault(key, make(key))
+        return child
 
     def _sample_labels(self, key: tuple[str, ...]) -> dict[str, str]:
         return dict(zip(self.labelnames, key, strict=True)) if key else {}
@@ -299,13 +321,7 @@ class Meter(_Labelled):
         self.add((), amount)
 
     def labels(self, *values: object, **named: object) -> _MeterChild:
-        key = self._labels(values, named)
-        child = self._children.get(key)
-        if child is None:
-            with self._lock:
-                self._counts.setdefault(key, 0.0)
-                child = self._children.setdefault(key, _MeterChild(self, key))
-        return child
+        return self._child(values, named, self._counts, float, self._children, lambda k: _MeterChild(self, k))
 
     def add(self, key: tuple[str, ...], amount: float) -> None:
         """Count ``amount`` on the series ``key`` (label values; ``()`` for none)."""
@@ -363,13 +379,7 @@ class Gauge(_Labelled):
         self.put((), fn)
 
     def labels(self, *values: object, **named: object) -> _GaugeChild:
-        key = self._labels(values, named)
-        child = self._children.get(key)
-        if child is None:
-            with self._lock:
-                self._values.setdefault(key, 0.0)
-                child = self._children.setdefault(key, _GaugeChild(self, key))
-        return child
+        return self._child(values, named, self._values, float, self._children, lambda k: _GaugeChild(self, k))
 
     def put(self, key: tuple[str, ...], value: float | Callable[[], float]) -> None:
         """Set the series ``key`` to a value or to a function read at scrape time."""
@@ -492,13 +502,12 @@ class Timer(_Labelled):
         self.observe_key((), value_ms)
 
     def labels(self, *values: object, **named: object) -> _TimerChild:
-        key = self._labels(values, named)
-        child = self._children.get(key)
-        if child is None:
-            with self._lock:
-                self._series.setdefault(key, _TimerSeries(len(self.buckets), self.window_s))
-                child = self._children.setdefault(key, _TimerChild(self, key))
-        return child
+        def series() -> _TimerSeries:
+            return _TimerSeries(len(self.buckets), self.window_s)
+
+        return self._child(
+            values, named, self._series, series, self._children, lambda k: _TimerChild(self, k)
+        )
 
     def observe_key(self, key: tuple[str, ...], value: float) -> None:
         """Record ``value`` (ms) on the series ``key``."""

@@ -9,7 +9,6 @@ differ, and the process tests compare a live scrape of each daemon with its tabl
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
+from daemon.doc_pages import page_command
 from daemon.metrics import Documented, Metrics
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
@@ -148,21 +148,7 @@ def tables() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m daemon.metrics_reference", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the page is out of date")
-    parser.add_argument("--page", type=Path, default=PAGE)
-    args = parser.parse_args(argv)
-    current = args.page.read_text(encoding="utf-8")
-    updated = render(current, tables())
-    if args.check:
-        if updated != current:
-            print(f"{args.page} is out of date: run python -m daemon.metrics_reference", file=sys.stderr)
-            return 1
-        return 0
-    if updated != current:
-        args.page.write_text(updated, encoding="utf-8")
-        print(f"updated {args.page}")
-    return 0
+    return page_command("daemon.metrics_reference", __doc__, PAGE, lambda text: render(text, tables()), argv)
 
 
 if __name__ == "__main__":

@@ -6,21 +6,13 @@ from __future__ import annotations
 from construct import Construct
 
 from protocol.api import ApiKey, ApiSpec
+from protocol.messages.describe_acls import acl_filter
 from protocol.types import Int8, Int16, Int32, Layout, only
 
 
 def request(version: int) -> Construct:
     k = Layout(flexible=version >= 2)
-    acl_filter = k.struct(
-        "resource_type_filter" / Int8,
-        "resource_name_filter" / k.string(nullable=True),
-        *only(version >= 1, "pattern_type_filter" / Int8),
-        "principal_filter" / k.string(nullable=True),
-        "host_filter" / k.string(nullable=True),
-        "operation" / Int8,
-        "permission_type" / Int8,
-    )
-    return k.struct("filters" / k.array(acl_filter))
+    return k.struct("filters" / k.array(acl_filter(version)))
 
 
 def response(version: int) -> Construct:

@@ -9,7 +9,8 @@ from protocol.api import ApiKey, ApiSpec
 from protocol.types import Int8, Int16, Int32, Layout, only
 
 
-def request(version: int) -> Construct:
+def acl_filter(version: int) -> Construct:
+    """An ACL binding filter: DescribeAcls' request, and each of DeleteAcls' filters."""
     k = Layout(flexible=version >= 2)
     return k.struct(
         "resource_type_filter" / Int8,
@@ -20,6 +21,10 @@ def request(version: int) -> Construct:
         "operation" / Int8,
         "permission_type" / Int8,
     )
+
+
+def request(version: int) -> Construct:
+    return acl_filter(version)
 
 
 def response(version: int) -> Construct:
