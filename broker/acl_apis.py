@@ -146,7 +146,12 @@ class AclApis:
         return answer_on_loop(self.loop(), coro, answer, "an ACL request")
 
     def describe_acls(self, request: Request, body: Body) -> Body:
-        answer: Body = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "resources": []}
+        answer: Body = {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "resources": [],
+        }
         if not self._enabled:
             return answer | {"error_code": ErrorCode.SECURITY_DISABLED, "error_message": DISABLED}
         try:
@@ -160,8 +165,7 @@ class AclApis:
         if not self._enabled:
             refused = {"error_code": ErrorCode.SECURITY_DISABLED, "error_message": DISABLED}
             return {"throttle_time_ms": 0, "results": [refused] * len(creations)}
-        bindings: list[Binding | str] = []
-        """Per creation, its binding, or why it is invalid."""
+        bindings: list[Binding | str] = []  # per creation, its binding, or why it is invalid
         for creation in creations:
             try:
                 bindings.append(binding_of(creation))
