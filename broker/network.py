@@ -505,8 +505,6 @@ class Listener:
     async def _authenticate(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str, ip: str
     ) -> str | None:
-        if self.security is None:
-            return ANONYMOUS
         try:
             return await authenticate(
                 reader,

@@ -206,8 +206,6 @@ class RequestServer:
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
         """The peer's principal; _CloseConnection when TLS or SASL fails (or takes too long)."""
-        if self.security is None:
-            return ANONYMOUS
         try:
             return await authenticate(
                 reader,

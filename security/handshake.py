@@ -61,19 +61,20 @@ class AuthenticationFailed(Exception):
 async def authenticate(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
-    security: ListenerSecurity,
+    security: ListenerSecurity | None,
     *,
     credentials: CredentialLookup | None,
     api_versions: Callable[[RequestHeader], bytes],
     unsupported: Callable[[UnsupportedVersionError], bytes],
     timeout_s: float | None = None,
 ) -> str:
-    """The principal of this connection, or AuthenticationFailed (the caller closes it).
+    """The principal of this connection, or AuthenticationFailed (the caller closes it). A listener
+    without ``security`` (None) is PLAINTEXT: ``User:ANONYMOUS``.
 
     ``timeout_s`` (``connections.max.idle.ms``) bounds the whole exchange, so a peer that stalls
     while authenticating holds no more than its socket.
     """
-    if security.plaintext:
+    if security is None or security.plaintext:
         return ANONYMOUS
     try:
         async with asyncio.timeout(timeout_s):
