@@ -150,18 +150,11 @@ def _configuration(
     cluster: SecureCluster, directory: Path, request: SecretsRequest, client_keystore: Path, password: str
 ) -> list[Path]:
     """``daemon.properties``, ``zookeeper-admin.properties`` and the client bundle."""
-    digest = cluster.zk_identity
-    daemon: dict[str, str] = {"zookeeper.auth.digest": digest}
+    daemon: dict[str, str] = {"zookeeper.auth.digest": cluster.zk_identity}
     for listener in _sasl_ssl_listeners(PROTOCOL_MAP):
         # Clients of SASL listeners authenticate with SCRAM, not with a certificate.
         daemon[f"listener.name.{listener.lower()}.ssl.client.auth"] = "none"
-    admin = {
-        "zookeeper.set.acl": "true",
-        "zookeeper.auth.digest": digest,
-        "zookeeper.ssl.client.enable": "true",
-        "zookeeper.ssl.keystore.location": str(client_keystore),
-        "zookeeper.ssl.truststore.location": str(cluster.ca.certificate),
-    }
+    admin = cluster.zk_properties(client_keystore)
     bundle = directory / CLIENT_DIR
     bundle.mkdir(exist_ok=True)
     ca_copy = bundle / "ca.crt"

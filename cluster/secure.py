@@ -84,23 +84,27 @@ class SecureCluster:
 
     def _node(self, name: str, host: str) -> dict[str, Any]:
         keystore = self.keystore(name, hosts=_hosts(host))
-        settings: dict[str, Any] = {
+        return {
             "ssl.keystore.location": keystore,
             "ssl.truststore.location": self.ca.certificate,
             "ssl.client.auth": "required",
             "ssl.principal.mapping.rules": MAPPING_RULES,
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": SUPER_USERS,
-            "zookeeper.set.acl": "true",
-            "zookeeper.auth.digest": self.zk_identity,
+            **self.zk_properties(keystore if self.zookeeper_tls else None),
         }
-        if self.zookeeper_tls:
-            settings |= {
+
+    def zk_properties(self, keystore: Path | None) -> dict[str, str]:
+        """The ``zookeeper.*`` settings of a session with the cluster's identity (a daemon's, or the
+        CLI's ``--zk-config``): its digest and ACLs, and over TLS with ``keystore`` when given."""
+        properties = {"zookeeper.set.acl": "true", "zookeeper.auth.digest": self.zk_identity}
+        if keystore is not None:
+            properties |= {
                 "zookeeper.ssl.client.enable": "true",
-                "zookeeper.ssl.keystore.location": keystore,
-                "zookeeper.ssl.truststore.location": self.ca.certificate,
+                "zookeeper.ssl.keystore.location": str(keystore),
+                "zookeeper.ssl.truststore.location": str(self.ca.certificate),
             }
-        return settings
+        return properties
 
     def broker(
         self, broker_id: int, *, host: str = LOOPBACK, ports: tuple[int, int, int] = (0, 0, 0)
@@ -176,14 +180,7 @@ class SecureCluster:
 
     def write_zk_config(self, path: Path) -> Path:
         """:attr:`zk_security` as the ``zookeeper.*`` properties the CLI's ``--zk-config`` reads."""
-        security = self.zk_security
-        lines = {"zookeeper.set.acl": "true", "zookeeper.auth.digest": self.zk_identity}
-        if security.tls:
-            lines |= {
-                "zookeeper.ssl.client.enable": "true",
-                "zookeeper.ssl.keystore.location": str(security.keystore),
-                "zookeeper.ssl.truststore.location": str(security.truststore),
-            }
+        lines = self.zk_properties(self.zk_security.keystore)
         write_private(path, "".join(f"{k}={v}\n" for k, v in lines.items()))
         return path
 
