@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,8 @@ from kazoo.security import make_digest_acl_credential
 
 from cluster import launcher
 from tests.support.cluster import SECURITY_MODES, cluster
+from tests.support.zookeeper import session
+from zkstore.aio import AsyncZooKeeper
 from zkstore.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
 
 __all__ = ["cluster"]  # the shared process-test fixture, offered to every test package
@@ -101,6 +103,16 @@ def zk_client(zk_connect: str) -> Iterator[KazooClient]:
     finally:
         client.stop()
         client.close()
+
+
+@pytest.fixture
+async def zk(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
+    """An AsyncZooKeeper session confined to this test's chroot."""
+    client = await session(zk_connect)
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 @pytest.fixture

@@ -18,13 +18,13 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from cluster import launcher
+from daemon.config import parse_properties
 
 pytestmark = pytest.mark.zookeeper
 
 
 def properties(path: Path) -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
-    return {key.strip(): value.strip() for key, value in pairs}
+    return parse_properties(path.read_text())
 
 
 def round_trip(config: dict[str, str], topic: str) -> bytes:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -20,19 +19,6 @@ ORDERS = ResourcePattern(ResourceType.TOPIC, "orders")
 ORD_PREFIX = ResourcePattern(ResourceType.TOPIC, "ord", PatternType.PREFIXED)
 READ = AclEntry("User:alice", AclPermissionType.ALLOW, AclOperation.READ)
 DENY_WRITE = AclEntry("User:bob", AclPermissionType.DENY, AclOperation.WRITE, "10.0.0.1")
-
-
-@pytest.fixture
-async def zk(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
-    client = await session(zk_connect)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-def adding(*entries: AclEntry) -> acls.AclChange:
-    return lambda current: current | set(entries)
 
 
 def notifications(zk_client: KazooClient, root: str) -> list[bytes]:
@@ -81,9 +67,9 @@ async def test_paths_are_created_as_kafka_does(zk: AsyncZooKeeper, zk_client: Ka
 
 async def test_round_trip_in_kafkas_layout(zk: AsyncZooKeeper, zk_client: KazooClient) -> None:
     await acls.create_acl_paths(zk)
-    update = await acls.update_resource_acls(zk, ORDERS, adding(READ, DENY_WRITE))
+    update = await acls.update_resource_acls(zk, ORDERS, acls.adding({READ, DENY_WRITE}))
     assert update.changed and update.added == {READ, DENY_WRITE}
-    await acls.update_resource_acls(zk, ORD_PREFIX, adding(READ))
+    await acls.update_resource_acls(zk, ORD_PREFIX, acls.adding({READ}))
 
     data, _ = zk_client.get("/kafka-acl/Topic/orders")
     assert json.loads(data)["acls"] == [
@@ -105,9 +91,9 @@ async def test_acls_written_by_kafka_are_read(zk: AsyncZooKeeper, zk_client: Kaz
 
 
 async def test_every_change_is_announced_and_no_op_is_not(zk: AsyncZooKeeper, zk_client: KazooClient) -> None:
-    await acls.update_resource_acls(zk, ORDERS, adding(READ))
-    await acls.update_resource_acls(zk, ORDERS, adding(READ))  # nothing new
-    await acls.update_resource_acls(zk, ORD_PREFIX, adding(READ))
+    await acls.update_resource_acls(zk, ORDERS, acls.adding({READ}))
+    await acls.update_resource_acls(zk, ORDERS, acls.adding({READ}))  # nothing new
+    await acls.update_resource_acls(zk, ORD_PREFIX, acls.adding({READ}))
     assert zk_client.get_children("/kafka-acl-changes") == ["acl_changes_0000000000"]
     assert notifications(zk_client, "/kafka-acl-changes") == [b"TOPIC:orders"]
     assert notifications(zk_client, "/kafka-acl-extended-changes") == [
@@ -116,7 +102,7 @@ async def test_every_change_is_announced_and_no_op_is_not(zk: AsyncZooKeeper, zk
 
 
 async def test_last_entry_removed_deletes_the_znode(zk: AsyncZooKeeper, zk_client: KazooClient) -> None:
-    await acls.update_resource_acls(zk, ORDERS, adding(READ))
+    await acls.update_resource_acls(zk, ORDERS, acls.adding({READ}))
     update = await acls.update_resource_acls(zk, ORDERS, lambda current: current - {READ})
     assert update.removed == {READ} and not update.after
     assert not zk_client.exists("/kafka-acl/Topic/orders")
@@ -127,7 +113,7 @@ async def test_last_entry_removed_deletes_the_znode(zk: AsyncZooKeeper, zk_clien
 async def test_corrupt_znode_is_skipped_and_not_overwritten(
     zk: AsyncZooKeeper, zk_client: KazooClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    await acls.update_resource_acls(zk, ORDERS, adding(READ))
+    await acls.update_resource_acls(zk, ORDERS, acls.adding({READ}))
     zk_client.create("/kafka-acl/Topic/broken", b"{half an edit", makepath=True)
     zk_client.create("/kafka-acl/Nonsense/x", b"", makepath=True)
     with caplog.at_level(logging.WARNING, logger="zkstore.acls"):
@@ -136,7 +122,7 @@ async def test_corrupt_znode_is_skipped_and_not_overwritten(
     assert "/kafka-acl/Nonsense" in caplog.text
     broken = ResourcePattern(ResourceType.TOPIC, "broken")
     with pytest.raises(ValueError, match="not JSON"):
-        await acls.update_resource_acls(zk, broken, adding(READ))
+        await acls.update_resource_acls(zk, broken, acls.adding({READ}))
     assert zk_client.get("/kafka-acl/Topic/broken")[0] == b"{half an edit"
 
 
@@ -145,7 +131,10 @@ async def test_racing_writers_lose_no_entry(zk: AsyncZooKeeper, zk_connect: str)
     try:
         wanted = [AclEntry(f"User:u{i}", AclPermissionType.ALLOW, AclOperation.READ) for i in range(12)]
         await asyncio.gather(
-            *(acls.update_resource_acls((zk, other)[i % 2], ORDERS, adding(e)) for i, e in enumerate(wanted))
+            *(
+                acls.update_resource_acls((zk, other)[i % 2], ORDERS, acls.adding({e}))
+                for i, e in enumerate(wanted)
+            )
         )
         assert (await acls.read_resource_acls(zk, ORDERS)).entries == set(wanted)
     finally:
@@ -154,7 +143,7 @@ async def test_racing_writers_lose_no_entry(zk: AsyncZooKeeper, zk_connect: str)
 
 async def test_gives_up_after_the_retries(zk: AsyncZooKeeper, zk_client: KazooClient) -> None:
     """Another writer bumps the version between every read and write: the update fails, cleanly."""
-    await acls.update_resource_acls(zk, ORDERS, adding(READ))
+    await acls.update_resource_acls(zk, ORDERS, acls.adding({READ}))
     attempts = 0
 
     def meddling(current: frozenset[AclEntry]) -> frozenset[AclEntry]:

@@ -5,27 +5,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 from kazoo.exceptions import NoNodeError
 
 from security.sasl import ScramCredential, derive_credential
-from tests.support.zookeeper import session
 from zkstore import users
 from zkstore.admin import CONFIG_CHANGES, AdminError
 from zkstore.aio import AsyncZooKeeper
 
 pytestmark = pytest.mark.zookeeper
-
-
-@pytest.fixture
-async def zk(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
-    client = await session(zk_connect)
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 def credential(iterations: int = 4096, password: str = "pw") -> ScramCredential:
