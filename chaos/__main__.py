@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from confluent_kafka import KafkaException
 from kazoo.exceptions import KazooException
@@ -20,16 +21,22 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from chaos import ChaosError
+from chaos.compose import ComposeCluster
 from chaos.run import RunConfig, RunResult, run
 from chaos.schedule import DEFAULT_FAULTS, FAULTS, ROLES
+from chaos.target import Target
 from chaos.verdict import Verdict, judge, read_lines
 from cluster import launcher
 from cluster.admin_cli import print_table
 from cluster.lifecycle_cli import add_dir_option, fail
 from cluster.processes import DaemonError
+from deploy.compose import COMPOSE_FILE, Compose
+from deploy.engine import EngineError
 from zkstore.admin import AdminError
 from zkstore.local_server import LocalServerError
 
+COMPOSE_DIR = Path(".run/compose")
+"""``--dir`` of a run with ``--compose`` unless given."""
 SHOWN = 5
 """Values shown per problem in the summary; history.jsonl has them all."""
 
@@ -106,6 +113,19 @@ def parser() -> argparse.ArgumentParser:
         "cut or one ZooKeeper fault (1)",
     )
     go.add_argument(
+        "--compose",
+        type=Path,
+        nargs="?",
+        const=COMPOSE_FILE,
+        metavar="FILE",
+        help="break the containers of a running `docker compose up` cluster instead (docker-compose.yml "
+        f"when no FILE): kill, bounce, restart, pause, isolate and the ZooKeeper faults; --dir then "
+        f"holds the runs and copies of the daemons' event logs ({COMPOSE_DIR})",
+    )
+    go.add_argument(
+        "--project", help="with --compose: the compose project name (default: the file's `name:`)"
+    )
+    go.add_argument(
         "--start",
         action="store_true",
         help="start a cluster in --dir first (3 brokers, 2 controllers), stop it after",
@@ -169,15 +189,22 @@ def run_command(args: argparse.Namespace) -> int:
         idempotent=not args.no_idempotence,
         group=not args.no_group,
     )
+    if args.compose is not None and (args.start or args.netns):
+        return fail("--compose runs against a compose project already up: no --start or --netns")
     started = False
     try:
+        target: Target | None = None
+        if args.compose is not None:
+            directory = COMPOSE_DIR if args.dir == launcher.DEFAULT_DIR else args.dir
+            compose = Compose(environment={}, project=args.project, files=(args.compose,))
+            target = ComposeCluster(directory, compose)
         if args.start:
             logging.getLogger("chaos").info("starting a cluster in %s", args.dir)
             layout = launcher.Layout(zookeeper_nodes=args.zookeeper_nodes, netns=args.netns)
             asyncio.run(launcher.up(args.dir, layout))
             started = True
-        result = asyncio.run(run(config))
-    except (ChaosError, launcher.ClusterError, AdminError) as exc:
+        result = asyncio.run(run(config, target))
+    except (ChaosError, launcher.ClusterError, AdminError, EngineError) as exc:
         return fail(str(exc))
     except (KazooException, KafkaException, DaemonError, LocalServerError, OSError) as exc:
         return fail(f"{type(exc).__name__}: {exc}")

@@ -123,6 +123,53 @@ def _stopped(pid: int | None) -> bool:
     return stat.rpartition(")")[2].split()[:1] == ["T"]
 
 
+class BrokerEpochs:
+    """A broker hit by a fault that ends its ZooKeeper session is back once it has registered with a
+    new epoch (czxid): the epoch before the fault, and the wait for another one."""
+
+    def __init__(self, zk: AsyncZooKeeper) -> None:
+        self.zk = zk
+        self._before: dict[str, int | None] = {}
+
+    async def remember(self, name: str, broker_id: int) -> None:
+        self._before[name] = await self.epoch(broker_id)
+
+    async def wait_new(self, step: Step, broker_id: int) -> None:
+        """Until ``step``'s target registers with an epoch other than the one remembered (nothing to
+        wait for if none was); after ``BACK_TIMEOUT_S`` the run goes on, with a warning."""
+        if step.target not in self._before:
+            return
+        before = self._before.pop(step.target)
+        started = time.monotonic()
+        while time.monotonic() - started < BACK_TIMEOUT_S:
+            epoch = await self.epoch(broker_id)
+            if epoch is not None and epoch != before:
+                log.info(
+                    "%s is registered again with epoch %d (was %s) after %.1f s",
+                    step.target,
+                    epoch,
+                    before,
+                    time.monotonic() - started,
+                )
+                return
+            await asyncio.sleep(0.2)
+        log.warning(
+            "%s is not registered with a new epoch %.0f s after its %s was healed; going on",
+            step.target,
+            BACK_TIMEOUT_S,
+            step.fault,
+        )
+
+    async def epoch(self, broker_id: int) -> int | None:
+        """The broker's registration czxid (KIP-380 epoch), None when it is not registered."""
+        try:
+            brokers = await admin.broker_list(self.zk)
+        except KazooException as exc:  # a ZooKeeper node may be the one down
+            log.debug("reading /brokers/ids failed: %r", exc)
+            return None
+        return next((b.epoch for b in brokers if b.broker_id == broker_id), None)
+
+
 class ClusterInjector:
     """Faults on the nodes of the local cluster in ``directory``."""
 
@@ -137,7 +184,7 @@ class ClusterInjector:
         self.crashed: list[str] = []
         """Nodes found not running that no fault had taken down: look at their logs."""
         self._paused: dict[str, tuple[int, float]] = {}
-        self._epochs: dict[str, int | None] = {}
+        self._epochs = BrokerEpochs(zk)
         self._starts: dict[str, int] = {}
         """Controllers taken down: how many ``controller_started`` lines their log had before."""
 
@@ -149,7 +196,7 @@ class ClusterInjector:
         pid = entry.get("pid")
         renews = step.fault in ENDING
         if entry["role"] == "broker" and (renews or step.fault in EXPIRING):
-            self._epochs[step.target] = await self._broker_epoch(entry["id"])
+            await self._epochs.remember(step.target, entry["id"])
         elif entry["role"] == "controller" and renews:
             self._starts[step.target] = _controller_starts(entry)
         if step.fault in NETWORK_FAULTS or step.fault in ZOOKEEPER_FAULTS:
@@ -247,29 +294,8 @@ class ClusterInjector:
         if step.role == "controller":
             await self._controller_back(step)
             return
-        if step.role != "broker" or step.target not in self._epochs:
-            return
-        entry = self._entry(step.target)
-        before = self._epochs.pop(step.target, None)
-        started = time.monotonic()
-        while time.monotonic() - started < BACK_TIMEOUT_S:
-            epoch = await self._broker_epoch(entry["id"])
-            if epoch is not None and epoch != before:
-                log.info(
-                    "%s is registered again with epoch %d (was %s) after %.1f s",
-                    step.target,
-                    epoch,
-                    before,
-                    time.monotonic() - started,
-                )
-                return
-            await asyncio.sleep(0.2)
-        log.warning(
-            "%s is not registered with a new epoch %.0f s after its %s was healed; going on",
-            step.target,
-            BACK_TIMEOUT_S,
-            step.fault,
-        )
+        if step.role == "broker":
+            await self._epochs.wait_new(step, self._entry(step.target)["id"])
 
     async def _controller_back(self, step: Step) -> None:
         before = self._starts.pop(step.target, None)
@@ -284,15 +310,6 @@ class ClusterInjector:
         log.warning(
             "%s has not started again %.0f s after its %s; going on", step.target, BACK_TIMEOUT_S, step.fault
         )
-
-    async def _broker_epoch(self, broker_id: int) -> int | None:
-        """The broker's registration czxid (KIP-380 epoch), None when it is not registered."""
-        try:
-            brokers = await admin.broker_list(self.zk)
-        except KazooException as exc:  # a ZooKeeper node may be the one down
-            log.debug("reading /brokers/ids failed: %r", exc)
-            return None
-        return next((b.epoch for b in brokers if b.broker_id == broker_id), None)
 
 
 def _controller_starts(entry: dict[str, Any]) -> int:

@@ -1,4 +1,4 @@
-"""One chaos run against the running local cluster in a directory, from topic to verdict.
+"""One chaos run against a running cluster (local processes or a compose project), from topic to verdict.
 
 Order matters: faults stop and are healed before the producer stops, so the last records meet a
 whole cluster; the read-back waits until every partition has a leader and its full replica set in
@@ -20,12 +20,13 @@ from typing import Any
 
 from chaos import ChaosError, safety
 from chaos.availability import availability
-from chaos.faults import ClusterInjector, Lanes, fault_loop
+from chaos.faults import Lanes, fault_loop
 from chaos.group_workload import GroupWorkload
-from chaos.schedule import DEFAULT_FAULTS, FaultSchedule, nodes_of
+from chaos.schedule import DEFAULT_FAULTS, FaultSchedule
+from chaos.target import LocalCluster, RunInjector, Target
 from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
-from cluster import launcher, verify_replicas
+from cluster import verify_replicas
 from daemon.eventlog import EventLog
 from zkstore import admin
 from zkstore.aio import AsyncZooKeeper
@@ -33,6 +34,8 @@ from zkstore.aio import AsyncZooKeeper
 log = logging.getLogger("chaos.run")
 
 REPLICATED_TIMEOUT_S = 120.0
+LED_TIMEOUT_S = 60.0
+"""How long a new topic's partitions may take to get their first leaders."""
 VERIFY_TIMEOUT_S = 30.0
 LANE_SEED_STEP = 7919
 """The seed of a mixed run's lane n is the run's seed plus n times this (a prime, so lanes differ)."""
@@ -86,18 +89,6 @@ class RunResult:
         return self.verdict.ok and not self.unsafe and not self.inconsistent
 
 
-def running_state(directory: Path) -> dict[str, Any]:
-    """``cluster.json`` of a cluster with a live ZooKeeper and a live broker, else ClusterError."""
-    state = launcher.load_state(directory)
-    running = {p["role"] for p in state["processes"] if launcher.alive(p.get("pid"))}
-    if not {"zookeeper", "broker"} <= running:
-        raise launcher.ClusterError(
-            f"the cluster in {directory} is not running (no live ZooKeeper or broker); "
-            f"start one with `python -m cluster up --dir {directory} --detach`"
-        )
-    return state
-
-
 def new_run_dir(directory: Path) -> tuple[str, Path]:
     """``DIR/chaos/run-<UTC time>``; a second run within the same second waits for the next one."""
     while True:
@@ -111,9 +102,7 @@ def new_run_dir(directory: Path) -> tuple[str, Path]:
         return run_id, run_dir
 
 
-async def ensure_topic(
-    state: dict[str, Any], zk: AsyncZooKeeper, topic: str, partitions: int, rf: int
-) -> int:
+async def ensure_topic(zk: AsyncZooKeeper, topic: str, partitions: int, rf: int) -> int:
     """Create ``topic`` unless it exists, then wait until every partition has a leader; returns its
     partition count (an existing topic keeps its own)."""
     existing = {t.topic: t for t in await admin.list_topics(zk)}
@@ -123,8 +112,14 @@ async def ensure_topic(
     else:
         await admin.create_new_topic(zk, topic, partitions, rf)
         log.info("created topic %s: %d partitions, replication factor %d", topic, partitions, rf)
-    await launcher.create_demo_topic(state, topic, partitions)  # creates nothing now: waits for leaders
-    return partitions
+    deadline = time.monotonic() + LED_TIMEOUT_S
+    while True:
+        described = await admin.describe_topics(zk, [topic])
+        if len(described) == partitions and all(p.leader is not None and p.leader >= 0 for p in described):
+            return partitions
+        if time.monotonic() > deadline:
+            raise ChaosError(f"topic {topic} has partitions without a leader after {LED_TIMEOUT_S:g} s")
+        await asyncio.sleep(0.1)
 
 
 async def wait_replicated(zk: AsyncZooKeeper, topic: str, timeout_s: float = REPLICATED_TIMEOUT_S) -> None:
@@ -157,13 +152,14 @@ async def _logs(run_dir: Path) -> AsyncIterator[tuple[EventLog, EventLog]]:
         history.close()
 
 
-async def run(config: RunConfig) -> RunResult:
-    """One run against the running cluster in ``config.directory``: topic, faults under a workload,
-    healing, full ISRs, read-back, verdict. Everything it does is in the run's two logs."""
-    directory = config.directory.resolve()
-    state = running_state(directory)
+async def run(config: RunConfig, target: Target | None = None) -> RunResult:
+    """One run against ``target`` (the running local cluster in ``config.directory`` by default):
+    topic, faults under a workload, healing, full ISRs, read-back, verdict. Everything it does is in
+    the run's two logs."""
+    target = target or LocalCluster(config.directory)
+    directory = target.directory
     seed = config.seed if config.seed is not None else random.randrange(2**31)
-    nodes = nodes_of(state)
+    nodes = target.nodes()
     schedules = [
         FaultSchedule(
             nodes,
@@ -171,18 +167,18 @@ async def run(config: RunConfig) -> RunResult:
             roles=config.roles,
             interval_s=config.interval_s,
             seed=seed + LANE_SEED_STEP * lane,
-            netns=launcher.network_of(state) is not None,
+            cuts=target.cuts,
         )
         for lane in range(config.overlap)
     ]
-    servers = launcher.bootstrap_servers(state)
+    servers = target.bootstrap_servers()
     started = time.monotonic()
-    async with launcher.zookeeper_session(state) as zk:
+    async with target.zookeeper_session() as zk:
         # The topic first: a run that cannot start (say, a replication factor above the brokers)
         # leaves no run directory behind for `list` and the audit.
         topics = {config.topic: "all", **({config.acks1_topic: "1"} if config.acks1_topic else {})}
         counts = {
-            t: await ensure_topic(state, zk, t, config.partitions, config.replication_factor) for t in topics
+            t: await ensure_topic(zk, t, config.partitions, config.replication_factor) for t in topics
         }
         partitions = counts[config.topic]
         run_id, run_dir = new_run_dir(directory)
@@ -202,7 +198,7 @@ async def run(config: RunConfig) -> RunResult:
                 overlap=config.overlap,
                 acks1_topic=config.acks1_topic,
             )
-            injector = ClusterInjector(directory, events, zk, nodes)
+            injector = target.injector(events, zk)
             workloads = [
                 ProducerWorkload(
                     servers,
@@ -234,7 +230,7 @@ async def run(config: RunConfig) -> RunResult:
             consumed = await _read_back_all(zk, servers, workloads, counts, history)
             if group is not None:
                 await _drain_group(group, workloads[0])
-            reports = await _verified_replicas(directory, list(topics))
+            reports = await _verified_replicas(target, list(topics))
             inconsistent = [
                 f"{d.topic}-{d.partition}: replica {d.replica} at offset {d.offset}: {d.detail}"
                 for r in reports
@@ -249,7 +245,7 @@ async def run(config: RunConfig) -> RunResult:
             run_lines = list(read_lines(run_dir / "events.jsonl"))
             await _settle_after_faults(run_lines)
             judged_at = datetime.now(UTC)
-            daemon_lines = _daemon_lines(directory, run_lines)
+            daemon_lines = _daemon_lines(target, run_lines)
             figures = availability(daemon_lines, run_lines)
             events.emit("availability", by_fault=figures)
             events.emit(
@@ -302,7 +298,7 @@ async def _drain_group(group: GroupWorkload, workload: ProducerWorkload) -> None
 
 
 async def _verified_replicas(
-    directory: Path, topics: list[str], timeout_s: float = VERIFY_TIMEOUT_S
+    target: Target, topics: list[str], timeout_s: float = VERIFY_TIMEOUT_S
 ) -> list[verify_replicas.PartitionReport]:
     """The replicas' consistency, asked again until it holds or ``timeout_s`` passed: right after the
     last fault a leader may not answer yet (its LeaderAndIsr still on the way) or a follower may be
@@ -310,7 +306,7 @@ async def _verified_replicas(
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            reports = await verify_replicas.verify(launcher.load_state(directory), topics)
+            reports = await target.verify_replicas(topics)
         except admin.AdminError as exc:
             if time.monotonic() > deadline:
                 raise
@@ -332,16 +328,15 @@ async def _settle_after_faults(run_lines: list[dict[str, Any]]) -> None:
             await asyncio.sleep(wait)
 
 
-def _daemon_lines(directory: Path, run_lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _daemon_lines(target: Target, run_lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The daemons' event log lines up to now (the end of the run): the rules hold over the cluster's
     whole history (who was elected before the run started matters to who is active in it), and the
     shutdown of a cluster the run started comes after."""
     until = next((line["ts"] for line in run_lines if line.get("kind") == "run_finished"), "~")
-    paths = [Path(p["events"]) for p in launcher.load_state(directory)["processes"] if p.get("events")]
-    return [line for line in read_lines(*paths) if line.get("ts", "") <= until]
+    return [line for line in read_lines(*target.daemon_events()) if line.get("ts", "") <= until]
 
 
-async def _faults_for(duration_s: float, schedules: list[FaultSchedule], injector: ClusterInjector) -> None:
+async def _faults_for(duration_s: float, schedules: list[FaultSchedule], injector: RunInjector) -> None:
     """Start faults for ``duration_s``, one loop per schedule; a fault in progress then runs its course
     and is healed first."""
     stop = asyncio.Event()

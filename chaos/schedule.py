@@ -8,7 +8,7 @@ cluster: a node is a target only if the cluster keeps working while it alone is 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,8 +156,10 @@ class FaultSchedule:
         roles: Sequence[str] = ("broker", "controller"),
         interval_s: float = 8.0,
         seed: int = 0,
-        netns: bool = False,
+        cuts: Collection[str] = (),
     ) -> None:
+        """``cuts``: the network faults the cluster can make (all of them with ``--netns``, none on
+        loopback, ``isolate`` in compose)."""
         unknown = sorted(set(faults) - set(FAULTS)) + sorted(set(roles) - set(ROLES))
         if unknown:
             raise ChaosError(f"unknown fault or role: {', '.join(unknown)}")
@@ -165,11 +167,13 @@ class FaultSchedule:
             raise ChaosError("no fault kinds enabled")
         if interval_s <= 0:
             raise ChaosError("the interval between faults must be positive")
-        cuts = [f for f in faults if f in NETWORK_FAULTS]
-        if cuts and not netns:
+        impossible = [f for f in faults if f in NETWORK_FAULTS and f not in cuts]
+        if impossible:
+            possible = f"it can only {', '.join(cuts)}" if cuts else "it can cut none"
             raise ChaosError(
-                f"{', '.join(cuts)} cut links between nodes: start the cluster with "
-                "`python -m cluster up --netns` (root only)"
+                f"{', '.join(impossible)} cut links between nodes, which this cluster cannot do "
+                f"({possible}): a local cluster started with `python -m cluster up --netns` (root only) "
+                "can make every cut"
             )
         nodes = list(nodes)
         self.targets_of = {f: fault_targets(f, nodes, roles) for f in faults}

@@ -9,10 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 from chaos.schedule import Step
 from cluster import launcher
+
+
+def victims(step: Step, servers: Sequence[str], leader: str | None) -> list[str]:
+    """The servers ``step`` takes down: the ensemble's ``leader`` (the target when none is known),
+    the target and another server for a quorum loss, else the target."""
+    if step.fault == "zookeeper-leader-kill":
+        return [leader or step.target]
+    if step.fault == "quorum-loss":
+        return [step.target, next(n for n in servers if n != step.target)]
+    return [step.target]
+
+
+def describe(step: Step, down: Sequence[str]) -> str:
+    """What a ZooKeeper fault did, for the run's events."""
+    how = "stopped (SIGTERM)" if step.fault == "zookeeper-restart" else "killed (SIGKILL)"
+    return f"{how} {', '.join(down)}; started again after {step.hold_s:g} s"
 
 
 class ZooKeeperFaults:
@@ -20,27 +37,19 @@ class ZooKeeperFaults:
         self.directory = directory
         self.down: list[str] = []
 
-    def _victims(self, step: Step) -> list[str]:
-        state = launcher.load_state(self.directory)
-        servers = [p["name"] for p in state["processes"] if p["role"] == "zookeeper"]
-        if step.fault == "zookeeper-leader-kill":
-            return [launcher.zookeeper_leader(state) or step.target]
-        if step.fault == "quorum-loss":
-            return [step.target, next(n for n in servers if n != step.target)]
-        return [step.target]
-
     async def inject(self, step: Step) -> str:
         """Take the servers down; returns what was done, for the run's events."""
-        self.down = self._victims(step)
         state = launcher.load_state(self.directory)
+        servers = [p["name"] for p in state["processes"] if p["role"] == "zookeeper"]
+        leader = launcher.zookeeper_leader(state) if step.fault == "zookeeper-leader-kill" else None
+        self.down = victims(step, servers, leader)
         for name in self.down:
             entry = launcher.find(state, name)
             if step.fault == "zookeeper-restart":
                 await asyncio.to_thread(launcher.stop_node, entry, timeout=15)
             else:
                 await asyncio.to_thread(launcher.signal_and_wait, entry.get("pid"), signal.SIGKILL, 10)
-        how = "stopped (SIGTERM)" if step.fault == "zookeeper-restart" else "killed (SIGKILL)"
-        return f"{how} {', '.join(self.down)}; started again after {step.hold_s:g} s"
+        return describe(step, self.down)
 
     async def heal(self) -> None:
         down, self.down = self.down, []

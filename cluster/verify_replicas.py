@@ -20,6 +20,7 @@ from daemon.connection import KafkaConnection
 from protocol import ApiKey, CorruptRecordBatch, ErrorCode
 from protocol.record_batch import parse_batches
 from zkstore import admin, znodes
+from zkstore.aio import AsyncZooKeeper
 
 LIST_OFFSETS_VERSION = 1
 LATEST = -1
@@ -206,14 +207,27 @@ async def verify(state: Mapping[str, Any], topics: Sequence[str] = ()) -> list[P
     """Check every partition of ``topics`` (all topics when empty) of the cluster ``state`` describes."""
     brokers = {p["id"]: p for p in state["processes"] if p["role"] == "broker"}
     dirs = {b: log_dirs(Path(entry["config"])) for b, entry in brokers.items()}
+    endpoints = {b: _client_endpoint(entry) for b, entry in brokers.items()}
     async with launcher.zookeeper_session(state) as zk:
-        names = list(topics) or [t.topic for t in await admin.list_topics(zk)]
-        described = await admin.describe_topics(zk, names)
+        return await verify_logs(zk, topics, endpoints, dirs)
+
+
+async def verify_logs(
+    zk: AsyncZooKeeper,
+    topics: Sequence[str],
+    endpoints: Mapping[int, tuple[str, int]],
+    dirs: Mapping[int, Sequence[Path]],
+) -> list[PartitionReport]:
+    """Check every partition of ``topics`` (all topics when empty): each broker's client endpoint
+    answers for its high watermark when it leads, and its log directories (here or copied out of a
+    container) hold its replicas."""
+    names = list(topics) or [t.topic for t in await admin.list_topics(zk)]
+    described = await admin.describe_topics(zk, names)
     reports = []
     for p in described:
-        if p.leader is None or p.leader < 0 or p.leader not in brokers:
+        if p.leader is None or p.leader < 0 or p.leader not in endpoints:
             raise admin.AdminError(f"{p.topic}-{p.partition} has no leader to ask for its high watermark")
-        hw = await high_watermark(_client_endpoint(brokers[p.leader]), p.topic, p.partition)
+        hw = await high_watermark(endpoints[p.leader], p.topic, p.partition)
         by_replica: dict[int, list[Batch]] = {}
         missing: list[Divergence] = []
         for replica in p.replicas:

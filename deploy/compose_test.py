@@ -30,17 +30,15 @@ from typing import Any, TypeVar
 
 from daemon.config import ZOOKEEPER_SESSION_TIMEOUT_MS, parse_properties
 from deploy import images as local_images
-from deploy.engine import compose_binary, docker, ensure_engine, run
+from deploy.compose import COMPOSE_FILE, Compose, daemon_role, disconnect, reconnect, session_timeout_s
+from deploy.engine import docker, ensure_engine, run
 
-__all__ = ["Compose", "Metadata", "main"]
+__all__ = ["Metadata", "main"]
 
 REPO = Path(__file__).resolve().parents[1]
-COMPOSE_FILE = REPO / "docker-compose.yml"
 SECURE_FILES = (COMPOSE_FILE, REPO / "docker-compose.secure.yml")
 CACHE = REPO / ".run" / "docker"
 PROJECT = "kafka-zk-control-plane-test"
-LEFT_OUT = ("grafana",)
-"""Services with no local image (docs/docker.md says why)."""
 BOOTSTRAP = "localhost:9092,localhost:9093,localhost:9094"
 PROMETHEUS = "http://127.0.0.1:9090"
 PUBLISHED_PORTS = (9090, 9092, 9093, 9094)
@@ -79,66 +77,6 @@ def wait_until(what: str, read: Callable[[], T], accept: Callable[[T], bool], ti
 
 
 # ---------------------------------------------------------------- compose and the cluster
-
-
-@dataclass
-class Compose:
-    """``docker compose -p PROJECT -f docker-compose.yml`` with the local images' variables."""
-
-    environment: dict[str, str]
-    project: str = PROJECT
-    files: tuple[Path, ...] = (COMPOSE_FILE,)
-    admin_args: tuple[str, ...] = ()
-    """What the admin CLI inside the network needs besides $KAFKA_ZOOKEEPER_CONNECT (the secured
-    variant's ZooKeeper identity)."""
-
-    def __call__(self, *args: str, check: bool = True, timeout: float = 600) -> str:
-        files = [arg for file in self.files for arg in ("-f", str(file))]
-        argv = [str(compose_binary()), "-p", self.project, *files, *args]
-        return run(argv, env=self.environment, check=check, timeout=timeout).stdout
-
-    def model(self) -> dict[str, Any]:
-        return dict(json.loads(self("config", "--format", "json")))
-
-    def services(self) -> list[str]:
-        return [s for s in self("config", "--services").split() if s not in LEFT_OUT]
-
-    def container(self, service: str) -> str:
-        """The id of ``service``'s container, running or not."""
-        ids = self("ps", "--all", "--quiet", service).split()
-        if len(ids) != 1:
-            raise CheckFailed(f"expected one container for {service}, found {ids}")
-        return ids[0]
-
-    def states(self) -> dict[str, str]:
-        """Service -> its health (``healthy``, ``starting``...) or, without a healthcheck, its state
-        (``running``, or ``exited N`` with its exit code: one-shot services)."""
-        lines = self("ps", "--all", "--format", "json").splitlines()
-        rows = [json.loads(line) for line in lines if line.strip()]
-        return {row["Service"]: row.get("Health") or _state(row) for row in rows}
-
-    def brokers(self) -> dict[int, int]:
-        """Broker id -> epoch (czxid), from ZooKeeper's ``/brokers/ids``, asked from inside the network
-        (ZooKeeper is not published): the admin CLI in a controller's container."""
-        command = ["python", "-m", "cluster", "brokers", "--json", *self.admin_args]
-        out = self("exec", "-T", "controller-1001", *command, timeout=60)
-        return {b["broker_id"]: b["epoch"] for b in json.loads(out)["brokers"]}
-
-    def leftovers(self) -> dict[str, list[str]]:
-        """Containers, networks and volumes still labelled with this project."""
-        label = f"label=com.docker.compose.project={self.project}"
-        return {
-            kind: docker(*command, "--quiet", "--filter", label).stdout.split()
-            for kind, command in {
-                "containers": ("ps", "--all"),
-                "networks": ("network", "ls"),
-                "volumes": ("volume", "ls"),
-            }.items()
-        }
-
-
-def _state(row: dict[str, Any]) -> str:
-    return f"exited {row.get('ExitCode')}" if row["State"] == "exited" else str(row["State"])
 
 
 READY = frozenset({"healthy", "exited 0"})
@@ -345,17 +283,11 @@ def step_images(run_: Run) -> str:
     images = local_images.build_all(CACHE)
     run_.compose.environment.update(images.compose_environment())
     model = run_.compose.model()
-    daemons = [name for name, service in model["services"].items() if _runs_a_daemon(service)]
-    run_.daemon_count = len(daemons)
-    run_.broker_count = sum(name.startswith("broker-") for name in daemons)
-    run_.session_timeout_s = session_timeout_s(model)
+    roles = {name: daemon_role(service) for name, service in model["services"].items()}
+    run_.daemon_count = sum(role is not None for role in roles.values())
+    run_.broker_count = sum(role == "broker" for role in roles.values())
+    run_.session_timeout_s = max(session_timeout_s(model["services"][n]) for n, r in roles.items() if r)
     return ", ".join(f"{k}={v}" for k, v in images.compose_environment().items())
-
-
-def _runs_a_daemon(service: dict[str, Any]) -> bool:
-    """``python -m controller`` or ``python -m broker`` (not a one-shot of the same image)."""
-    command = service.get("command") or []
-    return "-m" in command and command[command.index("-m") + 1 :][:1] in (["controller"], ["broker"])
 
 
 def step_preflight(run_: Run) -> str:
@@ -490,19 +422,10 @@ def step_disconnect(run_: Run) -> str:
     with the aliases compose gave it: it registers again with a new epoch."""
     broker = _next_broker(run_)
     container = run_.compose.container(f"broker-{broker}")
-    inspected = docker("inspect", "--format", "{{json .NetworkSettings.Networks}}", container).stdout
-    networks: dict[str, Any] = json.loads(inspected)
-
-    def cut() -> None:
-        for network in networks:
-            docker("network", "disconnect", network, container)
-
-    def heal() -> None:
-        for network, settings in networks.items():
-            aliases = [a for a in settings.get("Aliases") or [] if not container.startswith(a)]
-            docker("network", "connect", *(f"--alias={a}" for a in aliases), network, container)
-
-    return take_away(run_, broker, cut, heal)
+    networks: dict[str, Any] = {}
+    return take_away(
+        run_, broker, lambda: networks.update(disconnect(container)), lambda: reconnect(container, networks)
+    )
 
 
 def _next_broker(run_: Run) -> int:
@@ -519,6 +442,47 @@ def step_after_faults(run_: Run) -> str:
     return f"{round_trip(TOPIC, RECORDS, 'after-faults', run_.security)} records produced and read back"
 
 
+CHAOS_DIR = CACHE / "chaos"
+CHAOS_ARGS = ("--duration", "40", "--interval", "6", "--seed", "1")
+CHAOS_FAULTS = "kill,bounce,restart,pause,isolate,zookeeper-leader-kill"
+
+
+def step_chaos(run_: Run) -> str:
+    """``python -m chaos run --compose`` against the project: faults on containers under a recorded
+    workload, the same verdict as on local processes; then the daemons' event logs, copied out of the
+    containers, are audited by ``python -m pipeline audit`` beside the run."""
+    shutil.rmtree(CHAOS_DIR, ignore_errors=True)
+    chaos = [sys.executable, "-m", "chaos", "run", "--compose", str(COMPOSE_FILE), "--project", PROJECT]
+    chaos += ["--dir", str(CHAOS_DIR), *CHAOS_ARGS, "--faults", CHAOS_FAULTS]
+    result = _python(chaos, run_.compose.environment)
+    lines = [line for line in result.splitlines() if line.strip()]
+    runs = sorted((CHAOS_DIR / "chaos").glob("run-*/events.jsonl"))
+    if len(runs) != 1:
+        raise CheckFailed(f"expected one run under {CHAOS_DIR / 'chaos'}, found {runs}")
+    events = [json.loads(line) for line in runs[0].read_text().splitlines()]
+    faults = [f"{e['fault']} {e['target']}" for e in events if e["kind"] == "fault_injected"]
+    copied = sorted(p.parent.name for p in CHAOS_DIR.glob("*/events.jsonl"))
+    if len(copied) != run_.daemon_count:
+        raise CheckFailed(f"event logs copied out of {copied}, expected {run_.daemon_count} daemons")
+    audit = [sys.executable, "-m", "pipeline", "audit", "--dir", str(CHAOS_DIR), "--json"]
+    report = json.loads(_python(audit, {}))
+    checks = {c["name"]: c["verdict"] for c in report["checks"]}
+    verdict = next((line for line in lines if line.startswith("ok: every acknowledged")), lines[-1])
+    return (
+        f"faults {', '.join(faults)}; {verdict}; event logs of {', '.join(copied)}; audit: "
+        f"{sum(v == 'passed' for v in checks.values())} of {len(checks)} checks passed"
+    )
+
+
+def _python(argv: list[str], environment: dict[str, str]) -> str:
+    """A project command's stdout; its exit status must be 0 (its output is in the failure)."""
+    done = run(argv, env=environment, check=False, timeout=900)
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr)[-3000:]
+        raise CheckFailed(f"{' '.join(argv[2:5])} exited {done.returncode}:\n{output}")
+    return done.stdout
+
+
 STEPS: tuple[tuple[str, Callable[[Run], str]], ...] = (
     ("engine", step_engine),
     ("images", step_images),
@@ -532,6 +496,7 @@ STEPS: tuple[tuple[str, Callable[[Run], str]], ...] = (
     ("pause a broker", step_pause),
     ("disconnect a broker", step_disconnect),
     ("produce and consume after the faults", step_after_faults),
+    ("chaos on containers, audited", step_chaos),
 )
 
 
@@ -589,13 +554,6 @@ def summary(run_: Run, total_s: float) -> str:
     return "\n".join([*lines, f"{'total':<{width}}  {total_s:6.1f} s"])
 
 
-def session_timeout_s(model: dict[str, Any]) -> float:
-    """The brokers' ZooKeeper session timeout as the compose file sets it (or the daemons' default)."""
-    environment = model["services"]["broker-1"].get("environment", {})
-    value = environment.get("KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS") or ZOOKEEPER_SESSION_TIMEOUT_MS.default
-    return int(value) / 1000
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deploy.compose_test", description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -612,10 +570,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     if args.secure:
         zk_config = ("--zk-config", "/secrets/zookeeper-admin.properties")
-        run_ = Run(Compose(environment={}, files=SECURE_FILES, admin_args=zk_config))
+        run_ = Run(Compose(environment={}, project=PROJECT, files=SECURE_FILES, admin_args=zk_config))
         passed = execute(run_, SECURE_STEPS)
     else:
-        run_ = Run(Compose(environment={}))
+        run_ = Run(Compose(environment={}, project=PROJECT))
         passed = execute(run_, STEPS)
     total = time.monotonic() - started
     print(summary(run_, total))

@@ -163,14 +163,18 @@ async def test_a_cancelled_loop_still_heals_the_node_it_took_down() -> None:
 ENSEMBLE = [Node(f"zookeeper-{i}", "zookeeper") for i in (1, 2, 3)] + CONTROLLERS + BROKERS
 
 
-def test_cuts_need_a_netns_cluster() -> None:
-    with pytest.raises(ChaosError, match="--netns"):
+def test_cuts_need_a_cluster_that_can_make_them() -> None:
+    with pytest.raises(ChaosError, match=r"it can cut none.*--netns"):
         FaultSchedule(CLUSTER, faults=("isolate-zookeeper",))
-    assert FaultSchedule(CLUSTER, faults=("isolate-zookeeper",), netns=True).faults == ("isolate-zookeeper",)
+    with pytest.raises(ChaosError, match=r"^isolate-zookeeper cut .*it can only isolate\)"):
+        FaultSchedule(CLUSTER, faults=("isolate", "isolate-zookeeper"), cuts=("isolate",))
+    assert FaultSchedule(CLUSTER, faults=("isolate",), cuts=("isolate",)).faults == ("isolate",)
+    every = FaultSchedule(CLUSTER, faults=("isolate-zookeeper",), cuts=NETWORK_FAULTS)
+    assert every.faults == ("isolate-zookeeper",)
 
 
 def test_each_fault_hits_only_the_nodes_it_is_for() -> None:
-    chosen = steps(FaultSchedule(ENSEMBLE, faults=FAULTS, netns=True, seed=5), 500)
+    chosen = steps(FaultSchedule(ENSEMBLE, faults=FAULTS, cuts=NETWORK_FAULTS, seed=5), 500)
     by_fault: dict[str, set[str]] = {}
     for s in chosen:
         by_fault.setdefault(s.fault, set()).add(s.role)
@@ -184,7 +188,7 @@ def test_each_fault_hits_only_the_nodes_it_is_for() -> None:
 
 
 def test_a_standalone_zookeeper_can_only_be_restarted() -> None:
-    schedule = FaultSchedule(CLUSTER, faults=ZOOKEEPER_FAULTS, netns=True, seed=2)
+    schedule = FaultSchedule(CLUSTER, faults=ZOOKEEPER_FAULTS, cuts=NETWORK_FAULTS, seed=2)
     assert schedule.faults == ("zookeeper-restart",)
 
 
@@ -251,7 +255,7 @@ class OverlapInjector(RecordingInjector):
 async def test_mixed_loops_overlap_but_never_on_one_node_one_cut_or_one_zookeeper_fault() -> None:
     injector = OverlapInjector()
     lanes = Lanes()
-    schedules = [fast(FaultSchedule(ENSEMBLE, faults=FAULTS, netns=True, seed=s)) for s in (1, 2, 3)]
+    schedules = [fast(FaultSchedule(ENSEMBLE, faults=FAULTS, cuts=NETWORK_FAULTS, seed=s)) for s in (1, 2, 3)]
     await asyncio.gather(*(fault_loop(s, injector, asyncio.Event(), lanes) for s in schedules))
     assert any(len(t) > 1 for t in injector.together), "the loops never overlapped"
     for faults in injector.together:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from deploy import compose_test
-from deploy.compose_test import CheckFailed, Compose, Metadata, Run, execute, wait_until
+from deploy.compose import Compose, daemon_role, session_timeout_s, stop_grace_s
+from deploy.compose_test import CheckFailed, Metadata, Run, execute, wait_until
 from tests.deploy import compose_model
 
 
@@ -72,11 +73,31 @@ def test_waiting_retries_through_errors_and_names_the_last_one_when_time_runs_ou
         wait_until("never", broken, bool, timeout=0)
 
 
-def test_the_session_timeout_is_the_brokers_as_compose_sets_them() -> None:
-    model = compose_model()
-    assert compose_test.session_timeout_s(model) == 18.0  # the daemons' default: compose sets none
-    model["services"]["broker-1"]["environment"]["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] = "6000"
-    assert compose_test.session_timeout_s(model) == 6.0
+def test_the_session_timeout_is_the_daemons_as_compose_sets_it() -> None:
+    broker = compose_model()["services"]["broker-1"]
+    assert session_timeout_s(broker) == 18.0  # the daemons' default: compose sets none
+    broker["environment"]["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] = "6000"
+    assert session_timeout_s(broker) == 6.0
+
+
+def test_each_service_is_known_by_what_it_runs() -> None:
+    services = compose_model()["services"]
+    roles = {name: daemon_role(service) for name, service in services.items()}
+    assert roles == {
+        "zookeeper-1": None,
+        "zookeeper-2": None,
+        "zookeeper-3": None,
+        "controller-1001": "controller",
+        "controller-1002": "controller",
+        "broker-1": "broker",
+        "broker-2": "broker",
+        "broker-3": "broker",
+        "prometheus": None,
+        "grafana": None,
+    }
+    assert stop_grace_s(services["broker-1"]) == 30.0
+    assert stop_grace_s(services["prometheus"]) == 10.0, "Docker's default when the file sets none"
+    assert stop_grace_s({"stop_grace_period": "1m30s"}) == 90.0
 
 
 class FakeCompose(Compose):
