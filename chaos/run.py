@@ -177,9 +177,7 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
         # The topic first: a run that cannot start (say, a replication factor above the brokers)
         # leaves no run directory behind for `list` and the audit.
         topics = {config.topic: "all", **({config.acks1_topic: "1"} if config.acks1_topic else {})}
-        counts = {
-            t: await ensure_topic(zk, t, config.partitions, config.replication_factor) for t in topics
-        }
+        counts = {t: await ensure_topic(zk, t, config.partitions, config.replication_factor) for t in topics}
         partitions = counts[config.topic]
         run_id, run_dir = new_run_dir(directory)
         log.info("chaos run %s in %s (seed %d)", run_id, run_dir, seed)
