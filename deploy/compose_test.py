@@ -30,12 +30,21 @@ from typing import Any, TypeVar
 
 from daemon.config import ZOOKEEPER_SESSION_TIMEOUT_MS, parse_properties
 from deploy import images as local_images
-from deploy.compose import COMPOSE_FILE, Compose, daemon_role, disconnect, reconnect, session_timeout_s
+from deploy.compose import (
+    COMPOSE_FILE,
+    REPO,
+    Compose,
+    daemon_role,
+    disconnect,
+    reconnect,
+    session_timeout_s,
+    zookeeper_id,
+)
 from deploy.engine import docker, ensure_engine, run
 
 __all__ = ["Metadata", "main"]
 
-REPO = Path(__file__).resolve().parents[1]
+
 SECURE_FILES = (COMPOSE_FILE, REPO / "docker-compose.secure.yml")
 CACHE = REPO / ".run" / "docker"
 PROJECT = "kafka-zk-control-plane-test"
@@ -195,6 +204,7 @@ class Run:
     session_timeout_s: float = ZOOKEEPER_SESSION_TIMEOUT_MS.default / 1000
     broker_count: int = 3
     daemon_count: int = 5
+    zookeeper_count: int = 3
     admin: Any = None
     cluster_touched: bool = False
     """Set once compose has been asked to do anything: from then on, the run ends with ``down -v``."""
@@ -287,6 +297,7 @@ def step_images(run_: Run) -> str:
     run_.daemon_count = sum(role is not None for role in roles.values())
     run_.broker_count = sum(role == "broker" for role in roles.values())
     run_.session_timeout_s = max(session_timeout_s(model["services"][n]) for n, r in roles.items() if r)
+    run_.zookeeper_count = sum(zookeeper_id(service) is not None for service in model["services"].values())
     return ", ".join(f"{k}={v}" for k, v in images.compose_environment().items())
 
 
@@ -351,19 +362,41 @@ def step_round_trip(run_: Run) -> str:
 
 
 def step_prometheus(run_: Run) -> str:
-    """Prometheus (its HTTP API) scrapes every daemon and finds each up."""
-    expected = run_.daemon_count
+    """Prometheus (its HTTP API) scrapes every daemon and the ZooKeeper exporter and finds each up,
+    and the exporter reaches every ZooKeeper server."""
+    expected = len(scrape_targets())
 
     def targets() -> dict[str, str]:
-        with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/targets?state=active", timeout=5) as response:
-            active = json.load(response)["data"]["activeTargets"]
+        active = _prometheus_api("targets?state=active")["activeTargets"]
         return {t["labels"]["instance"]: t["health"] for t in active}
 
     def all_up(health: dict[str, str]) -> bool:
         return len(health) == expected and set(health.values()) == {"up"}
 
     up = wait_until(f"{expected} targets up in Prometheus", targets, all_up, 90)
-    return "targets up: " + ", ".join(sorted(up))
+
+    def servers_up() -> dict[str, float]:
+        result = _prometheus_api("query?query=zookeeper_up")["result"]
+        return {r["metric"]["server"]: float(r["value"][1]) for r in result}
+
+    zookeeper = wait_until(
+        f"zookeeper_up 1 for {run_.zookeeper_count} servers",
+        servers_up,
+        lambda found: len(found) == run_.zookeeper_count and set(found.values()) == {1.0},
+        90,
+    )
+    return f"targets up: {', '.join(sorted(up))}; ZooKeeper servers up: {', '.join(sorted(zookeeper))}"
+
+
+def scrape_targets() -> list[str]:
+    """Every target of Prometheus's file_sd lists (deploy/prometheus/targets)."""
+    files = sorted((REPO / "deploy" / "prometheus" / "targets").glob("*.json"))
+    return [target for path in files for group in json.loads(path.read_text()) for target in group["targets"]]
+
+
+def _prometheus_api(path: str) -> Any:
+    with urllib.request.urlopen(f"{PROMETHEUS}/api/v1/{path}", timeout=5) as response:
+        return json.load(response)["data"]
 
 
 def step_client_config(run_: Run) -> str:
@@ -460,7 +493,11 @@ def step_chaos(run_: Run) -> str:
     if len(runs) != 1:
         raise CheckFailed(f"expected one run under {CHAOS_DIR / 'chaos'}, found {runs}")
     events = [json.loads(line) for line in runs[0].read_text().splitlines()]
-    faults = [f"{e['fault']} {e['target']}" for e in events if e["kind"] == "fault_injected"]
+    faults = [
+        f"{e['fault']} {e['target']}"
+        for e in events
+        if e["kind"] == "fault_injected" and e["fault"] != "resume"
+    ]
     copied = sorted(p.parent.name for p in CHAOS_DIR.glob("*/events.jsonl"))
     if len(copied) != run_.daemon_count:
         raise CheckFailed(f"event logs copied out of {copied}, expected {run_.daemon_count} daemons")

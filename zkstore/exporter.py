@@ -19,21 +19,28 @@ the server bean's attributes are also exported under those names (``zookeeper_av
 ``zookeeper_up`` says whether the server answered this scrape, ``zookeeper_server_state`` its role.
 
 ``mntr`` must be in the server's ``4lw.commands.whitelist``. Run it as
-``python -m zkstore.exporter --zookeeper HOST:PORT[,HOST:PORT…] --port N``.
+``python -m zkstore.exporter --zookeeper HOST:PORT[,HOST:PORT…] --port N``; against the servers' TLS
+port with ``zookeeper.ssl.client.enable`` and the client keys of ``--zk-config FILE`` or the daemons'
+``KAFKA_ZOOKEEPER_SSL_*`` variables.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import signal
+import ssl
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 
+from daemon.config import ConfigError, load_config
+from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
 from zkstore.local_server import four_letter_word
+from zkstore.security import ssl_context
 
 __all__ = ["JMX_NAMES", "MntrCollector", "families", "main", "parse_mntr"]
 
@@ -134,10 +141,11 @@ class MntrCollector:
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         ask: Callable[[str, int, str, float], str] = four_letter_word,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.servers = list(servers)
         self.timeout_s = timeout_s
-        self.ask = ask
+        self.ask = ask if tls is None else functools.partial(four_letter_word, tls=tls)
 
     def describe(self) -> list[Metric]:
         return []  # the names depend on each server's answer
@@ -167,6 +175,13 @@ class MntrCollector:
         yield from by_name.values()
 
 
+def _tls(path: str | None) -> ssl.SSLContext | None:
+    """The TLS context of ``zookeeper.ssl.client.enable`` and its keys (from ``path`` and the
+    environment), or None for plaintext."""
+    security = zk_security_from_loaded(load_config(ZOOKEEPER_SECURITY_KEYS, path))
+    return ssl_context(security) if security.tls else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m zkstore.exporter", description="Serve ZooKeeper's mntr values as Prometheus metrics."
@@ -180,11 +195,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=9141, help="port to serve /metrics on (default 9141)")
     parser.add_argument("--host", default="0.0.0.0", help="address to serve on (default all)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="mntr timeout in seconds")
+    parser.add_argument(
+        "--zk-config",
+        metavar="FILE",
+        help="zookeeper.ssl.* settings to reach the servers' TLS port with; KAFKA_ZOOKEEPER_SSL_* "
+        "variables override them, as for the daemons (docs/security.md)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     servers = [s.strip() for arg in args.zookeeper for s in arg.split(",") if s.strip()]
+    try:
+        tls = _tls(args.zk_config)
+    except (ConfigError, OSError) as exc:  # ssl.SSLError is an OSError: a key or CA file it cannot use
+        parser.exit(1, f"error: {exc}\n")
     registry = CollectorRegistry()
-    registry.register(MntrCollector(servers, timeout_s=args.timeout))
+    registry.register(MntrCollector(servers, timeout_s=args.timeout, tls=tls))
     server, _ = start_http_server(args.port, addr=args.host, registry=registry)
     log.info("serving mntr of %s on %s:%d/metrics", ", ".join(servers), args.host, server.server_address[1])
     stopped = threading.Event()

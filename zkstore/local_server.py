@@ -28,6 +28,7 @@ import random
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -243,16 +244,22 @@ def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
         return ports
 
 
-def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
+def four_letter_word(
+    host: str, port: int, word: str, timeout: float = 2.0, tls: ssl.SSLContext | None = None
+) -> str:
     """Send a four-letter admin command and return the whole reply (the server closes after it).
+    With ``tls``, over the server's TLS port (``secureClientPort`` answers them too).
 
-    Raises ``OSError`` when the server is not listening or does not answer in time.
+    Raises ``OSError`` when the server is not listening or does not answer in time (``ssl.SSLError``,
+    an ``OSError``, when the handshake fails).
     """
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(word.encode("ascii"))
-        chunks = []
-        while chunk := sock.recv(4096):
-            chunks.append(chunk)
+    with socket.create_connection((host, port), timeout=timeout) as raw:
+        sock = tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw
+        with sock:
+            sock.sendall(word.encode("ascii"))
+            chunks = []
+            while chunk := sock.recv(4096):
+                chunks.append(chunk)
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 

@@ -128,8 +128,17 @@ def daemon_services(model: Model) -> list[str]:
 
 
 def one_shot_services(model: Model) -> list[str]:
-    """Services of the project's image that run a command to completion (``secrets``, ...)."""
-    return [name for name in built_services(model) if name not in daemon_services(model)]
+    """Services of the project's image that run a command to completion (``secrets``, ...): those
+    without a restart policy."""
+    services = model["services"]
+    return [name for name in built_services(model) if not services[name].get("restart")]
+
+
+def exporter_services(model: Model) -> list[str]:
+    """Long-running services of the project's image that are no daemon (``zookeeper-exporter``): the
+    local replay leaves them out; ``make compose-test`` runs them."""
+    daemons, one_shots = daemon_services(model), one_shot_services(model)
+    return [name for name in built_services(model) if name not in daemons and name not in one_shots]
 
 
 def zookeeper_services(model: Model) -> list[str]:

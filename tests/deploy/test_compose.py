@@ -27,6 +27,7 @@ from tests.deploy import (
     compose_model,
     daemon_module,
     daemon_services,
+    exporter_services,
     zookeeper_services,
 )
 
@@ -61,6 +62,7 @@ def test_services_are_an_ensemble_two_controllers_three_brokers_prometheus_and_g
     assert zookeeper_services(model) == ["zookeeper-1", "zookeeper-2", "zookeeper-3"]
     assert sorted(of_module(model, "controller")) == ["controller-1001", "controller-1002"]
     assert sorted(of_module(model, "broker")) == ["broker-1", "broker-2", "broker-3"]
+    assert exporter_services(model) == ["zookeeper-exporter"]
     assert services["prometheus"]["image"].startswith("prom/prometheus:")
     assert services["grafana"]["image"].startswith("grafana/grafana:")
     assert zookeeper_services(model) == sorted(

@@ -92,6 +92,7 @@ def test_each_service_is_known_by_what_it_runs() -> None:
         "broker-1": "broker",
         "broker-2": "broker",
         "broker-3": "broker",
+        "zookeeper-exporter": None,
         "prometheus": None,
         "grafana": None,
     }

@@ -19,7 +19,9 @@ from tests.deploy import (
     Model,
     compose_model,
     daemon_services,
+    exporter_services,
     running_compose,
+    zookeeper_services,
 )
 
 DEPLOY = REPO / "deploy"
@@ -123,14 +125,23 @@ def test_metric_names_are_read_from_promql() -> None:
     assert metric_names(expr) == {"a_bucket", "b", "c"}
 
 
-def test_prometheus_scrapes_every_daemon_on_its_metrics_port() -> None:
+def test_prometheus_scrapes_every_daemon_and_the_zookeeper_exporter_on_its_metrics_port() -> None:
     model = compose_model()
     assert bind_mounts(model, "prometheus")["/etc/prometheus"] == PROMETHEUS_DIR
-    groups = [group for job in scrape_targets().values() for group in job]
+    jobs = scrape_targets()
+    groups = [group for job in jobs.values() for group in job]
     targets = [target for group in groups for target in group["targets"]]
     services = model["services"]
-    expected = [f"{n}:{services[n]['environment']['KAFKA_METRICS_PORT']}" for n in daemon_services(model)]
+    scraped = daemon_services(model) + exporter_services(model)
+    expected = [f"{n}:{services[n]['environment']['KAFKA_METRICS_PORT']}" for n in scraped]
     assert sorted(targets) == sorted(expected)
+    assert [g["labels"]["service"] for g in jobs["zookeeper"]] == ["zookeeper-exporter"]
+    command = services["zookeeper-exporter"]["command"]
+    assert command[:3] == ["python", "-m", "zkstore.exporter"]
+    servers = command[command.index("--zookeeper") + 1].split(",")
+    assert sorted(s.partition(":")[0] for s in servers) == zookeeper_services(model)
+    for name in zookeeper_services(model):  # the exporter reads mntr, which must be allowed
+        assert "mntr" in services[name]["environment"]["ZOO_4LW_COMMANDS_WHITELIST"].split(",")
     for group in groups:  # the dashboard's legends name daemons by this label
         assert [group["labels"]["service"]] == [t.split(":")[0] for t in group["targets"]]
 

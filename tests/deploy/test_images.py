@@ -151,7 +151,7 @@ def test_the_entrypoint_writes_the_ensemble_of_docker_compose_yml(tmp_path: Path
         "server.2=zookeeper-2:2888:3888;2181",
         "server.3=zookeeper-3:2888:3888;2181",
     ]
-    assert "4lw.commands.whitelist=srvr,ruok" in lines
+    assert "4lw.commands.whitelist=srvr,ruok,mntr" in lines
     assert "admin.enableServer=false" in lines
     assert {"dataDir=" + str(tmp_path / "data"), "dataLogDir=/datalog", "tickTime=2000"} <= set(lines)
 

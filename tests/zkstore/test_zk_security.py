@@ -22,7 +22,8 @@ from security.certs import CertificateAuthority, Issued, create_authority
 from zkstore import admin, znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.election import try_elect
-from zkstore.local_server import ServerTls, ZooKeeperServer
+from zkstore.exporter import MntrCollector
+from zkstore.local_server import ServerTls, ZooKeeperServer, four_letter_word
 from zkstore.registration import register_broker
 from zkstore.security import ZkSecurity, kazoo_arguments, ssl_context
 
@@ -333,6 +334,19 @@ def test_plaintext_port_stays_for_health_checks(tls_server: TlsServer) -> None:
     finally:
         client.stop()
         client.close()
+
+
+def test_four_letter_words_and_the_exporter_work_over_tls(tls_server: TlsServer) -> None:
+    """The secured compose file's ZooKeeper-exporter reads mntr on the TLS port, with a certificate."""
+    address = tls_server.server.secure_connect_string
+    host, _, port = address.rpartition(":")
+    tls = ssl_context(tls_server.security())
+    assert "zk_server_state\tstandalone" in four_letter_word(host, int(port), "mntr", tls=tls)
+    collector = MntrCollector([address], tls=tls)
+    up = {s.name: s.value for family in collector.collect() for s in family.samples}
+    assert up["zookeeper_up"] == 1.0 and up["znode_count"] > 0
+    refused = MntrCollector([address], tls=ssl_context(tls_server.security(keystore=None, key_password=None)))
+    assert [s.value for f in refused.collect() if f.name == "zookeeper_up" for s in f.samples] == [0.0]
 
 
 # ---------------------------------------------------------------- the configuration keys
