@@ -29,12 +29,13 @@ java:
 	    echo "java not found: install a JRE (apt-get install openjdk-17-jre-headless) to run ZooKeeper" >&2; exit 1; \
 	  fi; }
 
-# Tools from outside PyPI that tests drive when they are there: kcat and Prometheus (Debian, as root;
-# the prometheus package brings promtool) and kafkajs (npm, into .run/js). Best effort: a test whose
+# Tools from outside PyPI that tests drive when they are there: kcat, Prometheus and Chromium (Debian,
+# as root; the prometheus package brings promtool; headless Chromium renders the audit's HTML page)
+# and kafkajs (npm, into .run/js). Best effort: a test whose
 # tool is missing is skipped with the reason.
 KAFKAJS := .run/js/node_modules/kafkajs/package.json
 clients: $(KAFKAJS)
-	@for package in kcat prometheus; do \
+	@for package in kcat prometheus chromium; do \
 	  command -v $$package >/dev/null 2>&1 && continue; \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$package >/dev/null 2>&1 || \
@@ -91,7 +92,9 @@ CHAOS_ARGS    = --dir .run/chaos --start $(CHAOS_LAYOUT) --duration $(CHAOS_S) -
 chaos: install java
 	rm -rf .run/chaos
 	status=0; $(PY) -m chaos run $(CHAOS_ARGS) || status=$$?; \
-	$(PY) -m pipeline audit --dir .run/chaos && exit $$status
+	audit=0; $(PY) -m pipeline audit --dir .run/chaos --html .run/chaos/report.html || audit=$$?; \
+	echo "the run, drawn: $(CURDIR)/.run/chaos/report.html"; \
+	[ $$audit = 0 ] || exit $$audit; exit $$status
 
 soak: install java
 	$(MAKE) chaos CHAOS_S=1800

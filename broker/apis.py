@@ -336,6 +336,7 @@ class KafkaApis:
             api=api_spec(header.api_key).name,
             api_version=header.api_version,
             correlation_id=header.correlation_id,
+            listener=request.listener,
             error=error.name,
             partition_errors=len(partition_errors),
             queue_ms=round((request.dequeued_at - request.received_at) * 1000, 3),

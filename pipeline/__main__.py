@@ -34,7 +34,32 @@ def parser() -> argparse.ArgumentParser:
     audit.add_argument("--out", type=Path, metavar="FILE", help=f"report path (default DIR/{REPORT_FILE})")
     audit.add_argument("--run", metavar="RUN_ID", help="audit only this chaos run (DIR/chaos/RUN_ID)")
     audit.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    audit.add_argument(
+        "--parquet",
+        type=Path,
+        metavar="DIR",
+        help="also write the parsed events and histories and the checks' findings there as Parquet "
+        "tables (events, history, findings)",
+    )
+    audit.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write one self-contained HTML page: each run's timeline (faults, controller epochs, "
+        "leaders and ISRs, produce latency and throughput), control-request latency, the checks",
+    )
+    audit.add_argument(
+        "--verbose",
+        action="store_true",
+        help="leave Spark's own start-up lines on stderr (by default they go to FILE's -spark.log beside "
+        "the report)",
+    )
     return top
+
+
+def spark_log(report: Path) -> Path:
+    """Where the JVM's own stderr goes: ``audit-spark.log`` beside ``audit.json``."""
+    return report.with_name(f"{report.stem}-spark.log")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,14 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.report import audit, render, write
     from pipeline.session import local_session
 
+    out = args.out or inputs.root / REPORT_FILE
     owned = SparkSession.getActiveSession() is None  # a caller's session (tests) is left running
-    spark = local_session()
+    spark = local_session(jvm_log=None if args.verbose else spark_log(out))
     try:
-        report = audit(spark, inputs, args.run)
+        report = audit(spark, inputs, args.run, args.parquet, args.html)
     finally:
         if owned:
             spark.stop()
-    out = args.out or inputs.root / REPORT_FILE
     write(report, out)
     if args.json:
         print(json.dumps(report, indent=2))

@@ -36,19 +36,31 @@ def one_leader_per_leader_epoch(events: DataFrame) -> CheckResult:
     return from_violations(ONE_LEADER, counts["leaderships"], violations, ["ts"], count=counts["violations"])
 
 
+def incarnations(events: DataFrame, *kinds: str) -> DataFrame:
+    """The events of ``kinds``, each with the ``incarnation`` of its topic: how many ``topic_deleted``
+    of that topic came before it. A topic created again under the same name starts at epoch 0, so
+    epochs are compared within one incarnation only. Kinds without a topic (``broker_started``) keep
+    a null incarnation."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rows = events.filter(F.col("kind").isin(*kinds, "topic_deleted")).withColumn(
+        "deleted", (F.col("kind") == "topic_deleted").cast("int")
+    )
+    so_far = Window.partitionBy("topic").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    counted = rows.withColumn(
+        "incarnation", F.when(F.col("topic").isNotNull(), F.sum("deleted").over(so_far))
+    )
+    return counted.filter(F.col("kind").isin(*kinds)).drop("deleted")
+
+
 def leader_epochs_grow(events: DataFrame) -> CheckResult:
     """Per partition, the leader epochs controllers write never go below one written before (a topic
     deleted and created again starts over: each deletion begins a new incarnation of the name)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    rows = events.filter(F.col("kind").isin("leader_and_isr_change", "topic_deleted")).withColumn(
-        "deleted", (F.col("kind") == "topic_deleted").cast("int")
-    )
-    so_far = Window.partitionBy("topic").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
-    changes = rows.withColumn("incarnation", F.sum("deleted").over(so_far)).filter(
-        F.col("kind") == "leader_and_isr_change"
-    )
+    changes = incarnations(events, "leader_and_isr_change")
     before = (
         Window.partitionBy("topic", "partition", "incarnation")
         .orderBy(*ORDER)

@@ -69,6 +69,10 @@ FIELDS: list[tuple[str, str]] = [
     ("broker_epoch_now", "bigint"),
     ("api", "string"),
     ("api_version", "bigint"),
+    ("listener", "string"),
+    ("control_plane_listener", "string"),
+    ("queue_ms", "double"),
+    ("handle_ms", "double"),
     ("correlation_id", "bigint"),
     ("error", "string"),
     # chaos runs (node "chaos") and their workload histories (node "workload")

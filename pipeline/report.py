@@ -8,11 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.checks import broker_epochs_increase, one_controller_per_epoch, stale_requests_rejected
+from pipeline.epochs import broker_epochs_move_forward, partition_epochs_written_once
 from pipeline.isr import ineligible_never_in_isr
 from pipeline.leadership import leader_epochs_grow, no_older_controller_obeyed, one_leader_per_leader_epoch
 from pipeline.load import Inputs, load
+from pipeline.parquet import write_parquet
 from pipeline.result import CheckResult
 from pipeline.stats import statistics
+from pipeline.text import phrase, plural
+from pipeline.timeline import timelines
 from pipeline.workload import replicas_consistent, workload_no_duplicates, workload_no_loss
 
 if TYPE_CHECKING:
@@ -20,11 +24,18 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 REPORT_VERSION = 1
-EXAMPLE_CHARS = 120
 
 
-def audit(spark: SparkSession, inputs: Inputs, run: str | None = None) -> dict[str, Any]:
-    """The report of one directory: inputs read, every check's result, and the statistics."""
+def audit(
+    spark: SparkSession,
+    inputs: Inputs,
+    run: str | None = None,
+    parquet: Path | None = None,
+    html: Path | None = None,
+) -> dict[str, Any]:
+    """The report of one directory: inputs read, every check's result, and the statistics; with
+    ``parquet``, the events and findings are also written there (``pipeline.parquet``), with
+    ``html``, the page of timelines and histograms (``pipeline.html``)."""
     logs = load(spark, inputs)
     try:
         events, history = logs.events, logs.history
@@ -35,15 +46,19 @@ def audit(spark: SparkSession, inputs: Inputs, run: str | None = None) -> dict[s
             ineligible_never_in_isr(events),
             one_leader_per_leader_epoch(events),
             leader_epochs_grow(events),
+            partition_epochs_written_once(events),
+            broker_epochs_move_forward(events),
             no_older_controller_obeyed(events),
             workload_no_loss(history, events),
             workload_no_duplicates(history),
             replicas_consistent(events),
         ]
         stats = statistics(events, history)
+        tables = write_parquet(spark, parquet, events, history, checks) if parquet is not None else {}
+        plotted = timelines(events, history) if html is not None else None
     finally:
         logs.release()
-    return {
+    report = {
         "version": REPORT_VERSION,
         "directory": str(inputs.root),
         "run": run,
@@ -52,7 +67,14 @@ def audit(spark: SparkSession, inputs: Inputs, run: str | None = None) -> dict[s
         "inputs": logs.summary,
         "checks": [c.to_dict() for c in checks],
         "stats": stats,
+        **({"parquet": tables} if tables else {}),
+        **({"html": str(html)} if html is not None else {}),
     }
+    if html is not None and plotted is not None:
+        from pipeline.html import write_html  # matplotlib only when a page is asked for
+
+        write_html(report, plotted, html)
+    return report
 
 
 def write(report: dict[str, Any], path: Path) -> None:
@@ -63,35 +85,41 @@ def write(report: dict[str, Any], path: Path) -> None:
 
 
 def render(report: dict[str, Any], console: Console, out: Path) -> None:
-    """One row per check (verdict, violations, one example), then what was read and where the report is."""
+    """One row per check (verdict, how much it examined, violations), then one line per failed or
+    skipped check with its first example as a phrase (the report holds them all, in full), then what
+    was read and where the report is. Narrow columns only: readable at any width, in a log too."""
     from rich.table import Table
 
     colours = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
-    table = Table(title=f"audit of {report['directory']}")
+    table = Table(title=f"audit of {report['directory']}", title_justify="left")
     table.add_column("check", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("checked", justify="right", no_wrap=True)
     table.add_column("violations", justify="right", no_wrap=True)
-    table.add_column("example", overflow="fold")
     for check in report["checks"]:
-        example = check["examples"][0] if check["examples"] else check["details"].get("skipped", "")
-        text = example if isinstance(example, str) else json.dumps(example, separators=(",", ":"))
-        if len(text) > EXAMPLE_CHARS:
-            text = text[: EXAMPLE_CHARS - 1] + "…"
         verdict = check["verdict"]
         table.add_row(
             check["name"],
             f"[{colours[verdict]}]{verdict}[/]",
             str(check["checked"]),
             str(check["violations"]),
-            text,
-            end_section=False,
         )
     console.print(table)
+    for check in report["checks"]:
+        if check["verdict"] == "failed":
+            more = check["violations"] - 1
+            suffix = f" (and {plural(more, 'more')})" if more > 0 else ""
+            console.print(f"{check['name']}: {phrase(check['examples'][0])}{suffix}", soft_wrap=True)
+        elif check["verdict"] == "skipped":
+            console.print(f"{check['name']}: skipped, {check['details'].get('skipped', '')}", soft_wrap=True)
     inputs = report["inputs"]
+    read = [
+        plural(inputs["event_files"], "event log"),
+        plural(inputs["history_files"], "history", "histories"),
+        plural(inputs["lines"], "line"),
+    ]
     console.print(
-        f"{inputs['event_files']} event logs, {inputs['history_files']} histories, {inputs['lines']} lines"
-        f", {inputs['malformed_lines']} malformed; report written to {out}",
+        f"{', '.join(read)}, {inputs['malformed_lines']} malformed; report written to {out}",
         highlight=False,
         soft_wrap=True,
     )

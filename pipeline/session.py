@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,8 +27,13 @@ CONF = {
 }
 
 
-def local_session(app: str = "kafka-zk-audit") -> SparkSession:
-    """A ``local[2]`` session, or the one already running (tests share one per session)."""
+def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> SparkSession:
+    """A ``local[2]`` session, or the one already running (tests share one per session).
+
+    The JVM writes its start-up lines (log4j's profile, native-library and incubator-module warnings)
+    to its stderr before any log level applies. With ``jvm_log``, a JVM started here gets that file as
+    its stderr for good, so the audit's own output stays clean; None leaves it on ours (``--verbose``).
+    """
     from pyspark.sql import SparkSession
 
     # Spark warns when the host name resolves to a loopback address; a local audit wants loopback.
@@ -32,8 +41,26 @@ def local_session(app: str = "kafka-zk-audit") -> SparkSession:
     builder = SparkSession.builder.master("local[2]").appName(app)
     for key, value in CONF.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    starts_jvm = SparkSession.getActiveSession() is None
+    with _stderr_to(jvm_log) if jvm_log is not None and starts_jvm else contextlib.nullcontext():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     for key in ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone", "spark.sql.adaptive.enabled"):
         spark.conf.set(key, CONF[key])
     return spark
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """File descriptor 2 is ``path`` while the block runs: a child process started meanwhile (the
+    JVM) keeps it, this process gets its own stderr back."""
+    sys.stderr.flush()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    saved = os.dup(2)
+    try:
+        with path.open("ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

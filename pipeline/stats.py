@@ -13,6 +13,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from pipeline.isr import OFFLINE_REPLICA
+from pipeline.load import ORDER
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -75,12 +76,24 @@ def statistics(events: DataFrame, history: DataFrame) -> dict[str, Any]:
                 "p99": row["q"][1],
                 "max": row["max"],
             }
+    for row in control_latencies(scoped(handled_by_plane(events), in_runs)):
+        target = scopes[CLUSTER] if row["scope"] == CLUSTER else scopes[row["scope"]]["control"]
+        target["control_latency_ms"].setdefault(row["plane"], {})[row["api"]] = {
+            "count": row["count"],
+            **{
+                part: {"p50": row[f"{part}_q"][0], "p99": row[f"{part}_q"][1], "max": row[f"{part}_max"]}
+                for part in ("queue", "handle")
+            },
+        }
     windows.unpersist()
     return {CLUSTER: scopes.pop(CLUSTER), "runs": scopes}
 
 
 def empty_control() -> dict[str, Any]:
-    return {name: {} if name in KEYED else 0.0 if name in SECONDS else 0 for name in CONTROL}
+    counts: dict[str, Any] = {
+        name: {} if name in KEYED else 0.0 if name in SECONDS else 0 for name in CONTROL
+    }
+    return counts | {"control_latency_ms": {}}
 
 
 def empty_workload() -> dict[str, Any]:
@@ -236,8 +249,8 @@ def history_metrics(history: DataFrame) -> DataFrame:
 
 
 def fault_windows(events: DataFrame, windows: DataFrame) -> DataFrame:
-    """(run, fault, start, end) per injected fault: until the first fault_healed of the same fault on the
-    same target; a kill or pause never healed lasts to the run's end, a bounce or restart
+    """(run, fault, target, start, end) per injected fault: until the first fault_healed of the same
+    fault on the same target; a kill or pause never healed lasts to the run's end, a bounce or restart
     INSTANT_FAULT_WINDOW_S. ``resume`` undoes a pause and opens no window."""
     from pyspark.sql import functions as F
 
@@ -266,7 +279,7 @@ def fault_windows(events: DataFrame, windows: DataFrame) -> DataFrame:
     instant_end = F.timestamp_micros(F.unix_micros("start") + int(INSTANT_FAULT_WINDOW_S * 1e6))
     lasting_end = F.when(F.col("fault").isin(*LASTING_FAULTS), F.col("run_end")).otherwise(instant_end)
     return matched.join(run_end, "run", "left").select(
-        "run", "fault", "start", F.coalesce("healed", lasting_end).alias("end")
+        "run", "fault", "target", "start", F.coalesce("healed", lasting_end).alias("end")
     )
 
 
@@ -310,5 +323,50 @@ def latencies(history: DataFrame, faults: DataFrame) -> list[Any]:
     return (
         phases.groupBy("run", "phase")
         .agg(F.count(F.lit(1)).alias("count"), quantiles.alias("q"), F.max("latency_ms").alias("max"))
+        .collect()
+    )
+
+
+def handled_by_plane(events: DataFrame) -> DataFrame:
+    """The brokers' ``control_request_handled`` lines, each with the ``plane`` it was served on:
+    ``control`` when it came in on the control-plane listener that the broker process's latest
+    ``broker_started`` names (KIP-291: its own queue and handler thread), ``data`` when it shared the
+    data plane's, ``unknown`` for a line that names no listener."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    kind = F.col("kind")
+    rows = events.filter(kind.isin("broker_started", "control_request_handled"))
+    # "" marks a process without a control-plane listener, so that it is not skipped as a null.
+    declared = F.when(kind == "broker_started", F.coalesce("control_plane_listener", F.lit("")))
+    so_far = Window.partitionBy("node").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    control_listener = F.last(declared, ignorenulls=True).over(so_far)
+    plane = (
+        F.when(F.col("listener").isNull(), F.lit("unknown"))
+        .when(F.col("listener") == control_listener, F.lit("control"))
+        .otherwise(F.lit("data"))
+    )
+    return (
+        rows.withColumn("plane", plane)
+        .filter(kind == "control_request_handled")
+        .select("ts", "api", "plane", "queue_ms", "handle_ms")
+    )
+
+
+def control_latencies(handled: DataFrame) -> list[Any]:
+    """Queue and handling time of control requests, per scope, plane and API: the p50, p99 and max of
+    ``queue_ms`` (from the last byte read to a handler taking it) and ``handle_ms``."""
+    from pyspark.sql import functions as F
+
+    return (
+        handled.filter(F.col("queue_ms").isNotNull())
+        .groupBy("scope", "plane", "api")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.percentile_approx("queue_ms", list(LATENCY_QUANTILES), 10000).alias("queue_q"),
+            F.max("queue_ms").alias("queue_max"),
+            F.percentile_approx("handle_ms", list(LATENCY_QUANTILES), 10000).alias("handle_q"),
+            F.max("handle_ms").alias("handle_max"),
+        )
         .collect()
     )

@@ -180,6 +180,9 @@ class ClusterLog:
         broker_epoch: int | None = None,
         api: str = "UpdateMetadata",
         controller_epoch: int = 1,
+        listener: str | None = None,
+        queue_ms: float = 0.2,
+        handle_ms: float = 0.1,
     ) -> None:
         """control_request_handled; max-broker-epoch versions unless ``broker_epoch`` is given."""
         epoch = (
@@ -198,12 +201,13 @@ class ClusterLog:
             correlation_id=7,
             error=error,
             partition_errors=0,
-            queue_ms=0.2,
-            handle_ms=0.1,
+            queue_ms=queue_ms,
+            handle_ms=handle_ms,
             controller_id=1,
             controller_epoch=controller_epoch,
             **epoch,
             broker_epoch_now=now,
+            **({"listener": listener} if listener is not None else {}),
         )
 
 

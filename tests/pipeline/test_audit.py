@@ -7,6 +7,8 @@ import contextlib
 import datetime as dt
 import io
 import json
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,8 +83,11 @@ def audited(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> It
     log = ClusterLog(tmp_path_factory.mktemp("audit") / "cluster")
     marks = chaos_scenario(log)
     out = io.StringIO()
+    parquet, page = log.root.parent / "parquet", log.root.parent / "report.html"
     with contextlib.redirect_stdout(out):
-        status = main(["audit", "--dir", str(log.root), "--json"])
+        status = main(
+            ["audit", "--dir", str(log.root), "--json", "--parquet", str(parquet), "--html", str(page)]
+        )
     report_file = log.root / "audit.json"
     yield {
         "status": status,
@@ -90,6 +95,8 @@ def audited(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> It
         "report": json.loads(report_file.read_text()),
         "marks": marks,
         "root": log.root,
+        "parquet": parquet,
+        "html": page,
     }
 
 
@@ -106,6 +113,8 @@ def test_a_failed_check_exits_1_and_the_report_is_written_and_printed(audited: d
         "ineligible_never_in_isr": "passed",
         "one_leader_per_leader_epoch": "skipped",
         "leader_epochs_grow": "passed",
+        "partition_epochs_written_once": "passed",
+        "broker_epochs_move_forward": "skipped",
         "no_older_controller_obeyed": "passed",
         "workload_no_loss": "failed",
         "workload_no_duplicates": "passed",
@@ -113,6 +122,76 @@ def test_a_failed_check_exits_1_and_the_report_is_written_and_printed(audited: d
     }
     (lost,) = next(c for c in report["checks"] if c["name"] == "workload_no_loss")["examples"]
     assert (lost["run"], lost["value"], lost["offset"]) == (RUN, f"{RUN}-000003", 3)
+
+
+def test_the_events_and_findings_are_parquet_tables_pandas_reads(audited: dict[str, Any]) -> None:
+    import pandas as pd
+
+    parquet: Path = audited["parquet"]
+    assert audited["report"]["parquet"] == {
+        name: str(parquet / name) for name in ("events", "history", "findings")
+    }
+    events = pd.read_parquet(parquet / "events")
+    lines = sum(
+        1 for f in audited["root"].rglob("events.jsonl") for line in f.read_text().splitlines() if line
+    )
+    assert len(events) == lines - 1, "every line but the torn one"
+    assert {"ts", "node", "kind", "file", "run", "leader_epoch", "queue_ms"} <= set(events.columns)
+    assert str(events["ts"].dtype).startswith("datetime64")
+    killed = events[(events["kind"] == "fault_injected") & (events["target"] == "broker-2")]
+    assert list(killed["run"]) == [RUN]
+    history = pd.read_parquet(parquet / "history")
+    assert set(history["kind"]) == {"produce_acked", "consumed"}
+    findings = pd.read_parquet(parquet / "findings")
+    assert set(findings["check"]) == {c["name"] for c in audited["report"]["checks"]}
+    (lost,) = findings[findings["check"] == "workload_no_loss"].itertuples()
+    assert (lost.verdict, lost.violations) == ("failed", 1)
+    assert json.loads(lost.example)["value"] == f"{RUN}-000003"
+
+
+def test_the_html_page_holds_the_checks_and_a_plot_per_run_and_of_control_latency(
+    audited: dict[str, Any],
+) -> None:
+    text = audited["html"].read_text()
+    assert audited["report"]["html"] == str(audited["html"])
+    assert text.count("src='data:image/png;base64,") == 2, "the run's timeline and the latency histograms"
+    assert "http" not in text.replace("http-equiv", ""), "nothing to fetch: the page works offline"
+    for check in audited["report"]["checks"]:
+        assert f"id='check-{check['name']}'" in text
+    assert f"<a href='#check-workload_no_loss'>run {RUN}, value {RUN}-000003" in text
+    assert f"<h2 id='{RUN}'>Run {RUN}</h2>" in text
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make clients installs it)")
+def test_chromium_renders_the_plots(audited: dict[str, Any], tmp_path: Path) -> None:
+    """A real browser shows the page with its plots: a screenshot holds many pixels of the plots'
+    own colours (the controller epoch's line, the swimlanes' leaders, the latency and throughput lines)."""
+    import matplotlib.image
+    import numpy as np
+
+    shot = tmp_path / "page.png"
+    command = [
+        str(CHROMIUM),
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--screenshot={shot}",
+        "--window-size=1300,2600",
+        audited["html"].resolve().as_uri(),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert shot.is_file(), done.stderr[-2000:]
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    palette = {"blue": (0x1F, 0x77, 0xB4), "green": (0x2C, 0xA0, 0x2C), "red": (0xD6, 0x27, 0x28)}
+    found = {
+        name: int((np.abs(pixels - np.array(rgb) / 255).max(axis=2) < 0.08).sum())
+        for name, rgb in palette.items()
+    }
+    assert all(count > 200 for count in found.values()), found
 
 
 def test_a_torn_line_is_counted_and_reported_not_fatal(audited: dict[str, Any]) -> None:
@@ -160,6 +239,54 @@ def test_the_statistics_of_the_cluster_and_of_the_run(audited: dict[str, Any]) -
     assert control["leader_elections"] == {"offline election": 1}
 
 
+def test_control_request_latency_by_plane_and_api(cluster_log: ClusterLog, read: Any) -> None:
+    """KIP-291 measured from the logs: requests on a broker's control-plane listener apart from those
+    that shared the data plane's queue."""
+    from pipeline.stats import statistics
+
+    log = cluster_log
+    log.emit("broker-1", "broker_started", broker_id=1, broker_epoch=10, control_plane_listener="CONTROLLER")
+    log.emit("broker-2", "broker_started", broker_id=2, broker_epoch=12, control_plane_listener=None)
+    for ms in (1.0, 2.0, 3.0):
+        log.handled(
+            1,
+            10,
+            max_broker_epoch=10,
+            api="LeaderAndIsr",
+            listener="CONTROLLER",
+            queue_ms=ms,
+            handle_ms=ms / 10,
+        )
+    log.handled(1, 10, max_broker_epoch=10, listener="INTERNAL", queue_ms=9.0, handle_ms=0.5)
+    log.handled(2, 12, max_broker_epoch=12, listener="INTERNAL", queue_ms=40.0, handle_ms=1.0)
+    log.handled(2, 12, max_broker_epoch=12)  # a line from before handled lines named their listener
+    logs = read(log)
+    latency = statistics(logs.events, logs.history)["cluster"]["control_latency_ms"]
+    assert latency == {
+        "control": {
+            "LeaderAndIsr": {
+                "count": 3,
+                "queue": {"p50": 2.0, "p99": 3.0, "max": 3.0},
+                "handle": {"p50": 0.2, "p99": 0.3, "max": 0.3},
+            }
+        },
+        "data": {
+            "UpdateMetadata": {
+                "count": 2,
+                "queue": {"p50": 9.0, "p99": 40.0, "max": 40.0},
+                "handle": {"p50": 0.5, "p99": 1.0, "max": 1.0},
+            }
+        },
+        "unknown": {
+            "UpdateMetadata": {
+                "count": 1,
+                "queue": {"p50": 0.2, "p99": 0.2, "max": 0.2},
+                "handle": {"p50": 0.1, "p99": 0.1, "max": 0.1},
+            }
+        },
+    }
+
+
 def _elected_ts(audited: dict[str, Any], epoch: int) -> str:
     path = audited["root"] / "controller-2" / "events.jsonl"
     events = [json.loads(line) for line in path.read_text().splitlines()]
@@ -168,13 +295,21 @@ def _elected_ts(audited: dict[str, Any], epoch: int) -> str:
     )
 
 
-def test_the_table_shows_each_check_with_its_verdict_and_an_example(audited: dict[str, Any]) -> None:
-    console = Console(record=True, width=200)
+@pytest.mark.parametrize("width", [80, 200], ids=["a log's 80 columns", "a wide terminal"])
+def test_the_table_reads_at_any_width_with_each_failure_as_a_phrase(
+    audited: dict[str, Any], width: int
+) -> None:
+    console = Console(record=True, width=width)
     render(audited["report"], console, audited["root"] / "audit.json")
-    text = console.export_text()
-    assert "│ workload_no_loss " in text and "failed" in text and f"{RUN}-000003" in text
-    assert "│ one_controller_per_epoch " in text and "passed" in text
-    assert "1 malformed" in text and "audit.json" in text
+    lines = console.export_text().splitlines()
+    rows = {line.split("│")[1].strip(): line for line in lines if line.startswith("│ ")}
+    assert "failed" in rows["workload_no_loss"] and "passed" in rows["one_controller_per_epoch"]
+    assert all(len(line) <= width for line in rows.values())
+    (lost,) = [line for line in lines if line.startswith("workload_no_loss: ")]
+    assert f"run {RUN}, value {RUN}-000003, topic chaos, partition 0, offset 3" in lost
+    assert not any("{" in line for line in lines), "examples are phrases, not JSON"
+    summary = lines[-1] if "audit.json" in lines[-1] else " ".join(lines[-2:])
+    assert "6 event logs, 1 history, " in summary and "1 malformed" in summary
 
 
 def test_a_directory_without_event_logs_is_a_usage_error(

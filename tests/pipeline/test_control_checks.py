@@ -385,3 +385,81 @@ def test_a_broker_obeying_an_older_controller_fails_unless_it_started_again_betw
     assert (result.verdict, result.violations) == ("failed", 1)
     (example,) = result.examples
     assert (example["node"], example["controller_epoch"], example["highest_before"]) == ("broker-1", 2, 3)
+
+
+# -- partition epochs and the brokers' view
+
+
+def test_a_healthy_log_writes_every_partition_epoch_once(healthy: Logs) -> None:
+    from pipeline.epochs import partition_epochs_written_once
+
+    result = partition_epochs_written_once(healthy.events)
+    assert (result.verdict, result.violations, result.checked) == ("passed", 0, 15)
+
+
+def test_one_partition_epoch_written_by_two_controllers_is_a_split_brain(
+    cluster_log: ClusterLog, read: Read
+) -> None:
+    from pipeline.epochs import partition_epochs_written_once
+
+    def damage(log: ClusterLog) -> None:
+        # a zombie controller-1 still writes version 6 of partition 1, which controller-2 wrote too
+        log.isr_write("controller-1", 1, 1, 2, [2], "offline election", leader_epoch=3, partition_epoch=6)
+        # after a deletion the topic starts over: version 0 again is no violation
+        log.emit("controller-2", "topic_deleted", topic="demo", partitions=2)
+        log.isr_write("controller-2", 2, 0, 1, [1], "new partition")
+
+    result = partition_epochs_written_once(read(broken(cluster_log, damage)).events)
+    assert (result.verdict, result.violations) == ("failed", 1)
+    (example,) = result.examples
+    assert example["partition"] == 1 and example["partition_epoch"] == 6
+    assert (example["nodes"], example["controller_epochs"], example["writes"]) == (
+        ["controller-1", "controller-2"],
+        [1, 2],
+        2,
+    )
+
+
+def become(log: ClusterLog, broker: int, leader: int, leader_epoch: int, partition_epoch: int) -> None:
+    kind = "become_leader" if leader == broker else "become_follower"
+    log.emit(
+        f"broker-{broker}",
+        kind,
+        topic="demo",
+        partition=0,
+        leader=leader,
+        leader_epoch=leader_epoch,
+        isr=[1, 2],
+        partition_epoch=partition_epoch,
+        was_leader=False,
+    )
+
+
+def test_each_brokers_view_of_a_partition_moves_only_forward(cluster_log: ClusterLog, read: Read) -> None:
+    from pipeline.epochs import broker_epochs_move_forward
+
+    log = cluster_log
+    become(log, 1, 1, 0, 0)
+    become(log, 1, 2, 1, 2)
+    log.emit("broker-1", "broker_started", broker_id=1, broker_epoch=40)
+    become(log, 1, 2, 1, 3)  # a new process may apply the epoch it had before
+    become(log, 1, 1, 2, 4)
+    become(log, 2, 1, 0, 0)
+    log.emit("controller-1", "topic_deleted", topic="demo", partitions=1)
+    become(log, 2, 2, 0, 0)  # the topic again, from epoch 0
+    become(log, 1, 2, 1, 2)
+    first = read(log)
+    healthy = broker_epochs_move_forward(first.events)
+    assert (healthy.verdict, healthy.checked, healthy.violations) == ("passed", 7, 0)
+    first.release()  # the same files read again must not come from Spark's cache
+
+    become(log, 2, 2, 0, 1)  # the same process applies leader epoch 0 twice
+    become(log, 1, 1, 0, 3)  # broker 1 goes back to leader epoch 0
+    become(log, 1, 1, 1, 1)  # and to partition epoch 1
+    result = broker_epochs_move_forward(read(log).events)
+    assert (result.verdict, result.violations) == ("failed", 3)
+    assert [(e["node"], e["why"]) for e in result.examples] == [
+        ("broker-2", "applied twice by one process"),
+        ("broker-1", "leader epoch went back"),
+        ("broker-1", "partition epoch went back"),
+    ]

@@ -1,0 +1,156 @@
+"""How the audit grows with the history: wall time, peak memory and rows per second, with a floor.
+
+For each ``--rows`` size, ``bench.audit_logs`` writes a consistent cluster directory, then two fresh
+processes run on it, each with a JVM of its own, as a user would run them:
+
+* the floor: a Spark session that reads every line and parses it with the audit's schema, then
+  counts the parsed rows (one pass over the input: what any audit must pay at least);
+* the audit: ``python -m pipeline audit --dir DIR --json``.
+
+Peak memory is the largest sum of the resident sets of the process and every descendant (the JVM
+among them), sampled every 0.2 s from /proc. Results go to bench/results/pipeline.json: per size, the
+seconds and peak RSS of both, the audit's rows per second, and the audit over the floor.
+
+    .venv/bin/python -m bench.pipeline [--rows 20000,1000000,10000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.audit_logs import generate
+from bench.machine import machine, write_report
+
+OUT = Path(__file__).parent / "results" / "pipeline.json"
+SAMPLE_S = 0.2
+FLOOR = """
+import sys
+from pipeline.load import ddl_schema, find_inputs
+from pipeline.session import local_session
+from pyspark.sql import functions as F
+inputs = find_inputs(__import__("pathlib").Path(sys.argv[1]))
+spark = local_session(jvm_log=__import__("pathlib").Path(sys.argv[2]))
+paths = [str(p) for p in (*inputs.event_files, *inputs.history_files)]
+parsed = spark.read.text(paths).select(F.from_json("value", ddl_schema()).alias("j")).select("j.*")
+print(parsed.filter(F.col("ts").isNotNull()).count())
+spark.stop()
+"""
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(c) for c in text.split()]
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_rss_kb(pid: int) -> int:
+    """Resident memory of ``pid`` and all its descendants."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        total += _rss_kb(current)
+        stack += _children(current)
+    return total
+
+
+def measured(argv: list[str]) -> tuple[dict[str, Any], str, str]:
+    """Run ``argv``; its wall time and the peak RSS of its process tree, its stdout and its stderr."""
+    peak = 0
+    started = time.monotonic()
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss_kb(process.pid))
+            done.wait(SAMPLE_S)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = process.communicate()
+    seconds = time.monotonic() - started
+    done.set()
+    sampler.join()
+    if process.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(argv[:4])} exited {process.returncode}:\n{err[-3000:]}")
+    return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak / 1024)}, out, err
+
+
+def one_size(rows: int, directory: Path) -> dict[str, Any]:
+    started = time.monotonic()
+    written = generate(directory, rows)
+    generated_s = time.monotonic() - started
+    log = directory.parent / f"{directory.name}-spark.log"
+    floor, counted, _ = measured([sys.executable, "-c", FLOOR, str(directory), str(log)])
+    audit, out, err = measured([sys.executable, "-m", "pipeline", "audit", "--dir", str(directory), "--json"])
+    report = json.loads(out)
+    lines = int(counted.strip())
+    failed = [c["name"] for c in report["checks"] if c["verdict"] == "failed"]
+    result = {
+        "history_rows": written["history_rows"],
+        "lines": lines,
+        "generate_s": round(generated_s, 1),
+        "floor": floor,
+        "audit": audit,
+        "audit_rows_per_s": round(lines / audit["seconds"]),
+        "audit_over_floor": round(audit["seconds"] / floor["seconds"], 2),
+        "checks_failed": failed,
+        "checks_skipped": [c["name"] for c in report["checks"] if c["verdict"] == "skipped"],
+        "audit_stderr": err,
+    }
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.pipeline", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--rows", default="20000,1000000", help="history sizes, comma-separated (20000,1000000)"
+    )
+    parser.add_argument("--keep", type=Path, help="generate under this directory and keep it")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    sizes = [int(float(n)) for n in args.rows.split(",") if n]
+    base = args.keep or Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    try:
+        results = [one_size(rows, base / f"rows-{rows}") for rows in sizes]
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+    write_report(
+        args.out,
+        {
+            "benchmark": "pipeline",
+            "machine": machine(),
+            "note": "audit = python -m pipeline audit in a fresh process; floor = a fresh Spark session "
+            "that parses every line once and counts them",
+            "sizes": results,
+        },
+    )
+    return 0 if all(not r["checks_failed"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
