@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test lint typecheck check bench chaos soak campaign fuzz install java clients clean compose-test
+.PHONY: run test lint typecheck check bench chaos soak campaign fuzz install java clients clean compose-test spark-test
 
 install: $(STAMP)
 
@@ -56,6 +56,11 @@ run: install java $(if $(MONITOR),clients)
 
 test: install java clients
 	$(PY) -m pytest
+
+# The audit submitted to a real standalone Spark cluster (master and worker from the pyspark
+# distribution, on loopback) against a real chaos run; CI runs it after make test.
+spark-test: install java
+	$(PY) -m pytest -m spark_cluster tests/pipeline/test_spark_cluster.py
 
 lint: install
 	$(VENV)/bin/ruff check .

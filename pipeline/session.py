@@ -27,8 +27,13 @@ CONF = {
 }
 
 
+LOOPBACK_DRIVER = ("spark.driver.bindAddress", "spark.driver.host")
+"""Settings kept for a local audit only: on a cluster, the executors must reach the driver."""
+
+
 def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> SparkSession:
-    """A ``local[2]`` session, or the one already running (tests share one per session).
+    """A ``local[2]`` session, or the one already running (tests share one per session); under
+    ``spark-submit``, a session on the master it was given (a standalone cluster), same settings.
 
     The JVM writes its start-up lines (log4j's profile, native-library and incubator-module warnings)
     to its stderr before any log level applies. With ``jvm_log``, a JVM started here gets that file as
@@ -38,9 +43,12 @@ def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> S
 
     # Spark warns when the host name resolves to a loopback address; a local audit wants loopback.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master("local[2]").appName(app)
+    builder = SparkSession.builder.appName(app)
+    if not submitted():
+        builder = builder.master("local[2]")
     for key, value in CONF.items():
-        builder = builder.config(key, value)
+        if key not in LOOPBACK_DRIVER or not submitted():  # a cluster's workers reach the driver
+            builder = builder.config(key, value)
     starts_jvm = SparkSession.getActiveSession() is None
     with _stderr_to(jvm_log) if jvm_log is not None and starts_jvm else contextlib.nullcontext():
         spark = builder.getOrCreate()
@@ -48,6 +56,13 @@ def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> S
     for key in ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone", "spark.sql.adaptive.enabled"):
         spark.conf.set(key, CONF[key])
     return spark
+
+
+def submitted() -> bool:
+    """Whether ``spark-submit`` runs this driver: then its ``--master`` (a standalone cluster's
+    ``spark://HOST:7077``, or its own default) decides, not ``local[2]``. spark-submit hands the
+    Python driver its JVM's gateway through ``PYSPARK_GATEWAY_PORT``."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 @contextlib.contextmanager
