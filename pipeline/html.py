@@ -121,9 +121,14 @@ def _run_caption(run: RunTimeline, report: dict[str, Any]) -> str:
     stats = report.get("stats", {}).get("runs", {}).get(run.run, {})
     faults = ", ".join(f"{n} {k}" for k, n in sorted(stats.get("faults", {}).items())) or "no fault"
     seconds = (run.end - run.start).total_seconds()
+    reacted = [
+        f"{kind}: first election after {figure['p50']:g} s (p50), {figure['max']:g} s at most"
+        for kind, figure in sorted(stats.get("availability", {}).get("fault_to_first_election_s", {}).items())
+    ]
     return (
         f"<p>{seconds:.0f} s from {_e(run.start.isoformat())}; {_e(faults)}; "
-        f"{plural(stats.get('acked', 0), 'record')} acknowledged, {stats.get('failed', 0)} failed</p>"
+        f"{plural(stats.get('acked', 0), 'record')} acknowledged, {stats.get('failed', 0)} failed"
+        f"{'; ' + _e('; '.join(reacted)) if reacted else ''}</p>"
     )
 
 

@@ -82,6 +82,7 @@ FIELDS: list[tuple[str, str]] = [
     ("role", "string"),
     ("detail", "string"),
     ("duration_s", "double"),
+    ("duration_ms", "double"),
     ("acked", "bigint"),
     ("failed", "bigint"),
     ("consumed", "bigint"),

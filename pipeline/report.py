@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.availability import availability
 from pipeline.checks import broker_epochs_increase, one_controller_per_epoch, stale_requests_rejected
 from pipeline.epochs import broker_epochs_move_forward, partition_epochs_written_once
 from pipeline.isr import ineligible_never_in_isr
@@ -14,7 +15,7 @@ from pipeline.leadership import leader_epochs_grow, no_older_controller_obeyed, 
 from pipeline.load import Inputs, load
 from pipeline.parquet import write_parquet
 from pipeline.result import CheckResult
-from pipeline.stats import statistics
+from pipeline.stats import CLUSTER, statistics
 from pipeline.text import phrase, plural
 from pipeline.timeline import timelines
 from pipeline.workload import replicas_consistent, workload_no_duplicates, workload_no_loss
@@ -54,6 +55,10 @@ def audit(
             replicas_consistent(events),
         ]
         stats = statistics(events, history)
+        figures = availability(events, history)
+        stats[CLUSTER]["availability"] = figures.get(CLUSTER, {})
+        for name, run_stats in stats["runs"].items():
+            run_stats["availability"] = figures.get(name, {})
         tables = write_parquet(spark, parquet, events, history, checks) if parquet is not None else {}
         plotted = timelines(events, history) if html is not None else None
     finally:

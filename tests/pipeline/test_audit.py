@@ -239,6 +239,25 @@ def test_the_statistics_of_the_cluster_and_of_the_run(audited: dict[str, Any]) -
     assert control["leader_elections"] == {"offline election": 1}
 
 
+def test_how_fast_the_control_plane_reacted(audited: dict[str, Any]) -> None:
+    """Bounce detection, failover, and each fault's first election, from the scenario's clock (10 ms a
+    line): the kill of broker 2 is followed by its partition's election 4 lines later; the kill of the
+    active controller by the next election 1.51 s later."""
+    stats = audited["report"]["stats"]
+    cluster = stats["cluster"]["availability"]
+    assert cluster["bounce_detection_ms"] == {
+        "new": {"count": 4, "p50": 10.0, "p99": 30.0, "max": 30.0},
+        "bounced": {"count": 1, "p50": 10.0, "p99": 10.0, "max": 10.0},
+    }
+    assert cluster["failover_ms"]["all"]["count"] == 4
+    assert cluster["failover_to_last_broker_ms"]["all"]["count"] == 1
+    killed = seconds(audited["marks"]["controller_killed"], {"ts": _elected_ts(audited, 4)})
+    run = stats["runs"][RUN]["availability"]
+    assert run["fault_to_first_election_s"] == {
+        "kill": {"count": 2, "p50": 0.04, "p99": killed, "max": killed}
+    }
+
+
 def test_control_request_latency_by_plane_and_api(cluster_log: ClusterLog, read: Any) -> None:
     """KIP-291 measured from the logs: requests on a broker's control-plane listener apart from those
     that shared the data plane's queue."""
