@@ -178,7 +178,6 @@ class ClusterInjector:
     ) -> None:
         self.directory = directory
         self.events = events
-        self.zk = zk
         self.network = NetworkFaults(directory, nodes)
         self.zookeeper = ZooKeeperFaults(directory)
         self.crashed: list[str] = []
