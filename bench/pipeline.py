@@ -104,8 +104,14 @@ def one_size(rows: int, directory: Path) -> dict[str, Any]:
     generated_s = time.monotonic() - started
     log = directory.parent / f"{directory.name}-spark.log"
     floor, counted, _ = measured([sys.executable, "-c", FLOOR, str(directory), str(log)])
-    audit, out, err = measured([sys.executable, "-m", "pipeline", "audit", "--dir", str(directory), "--json"])
-    report = json.loads(out)
+    report_file = directory.parent / f"{directory.name}-audit.json"
+    command = [sys.executable, "-m", "pipeline", "audit", "--dir", str(directory), "--out", str(report_file)]
+    audit, out, err = measured([*command, "--json"])
+    report = json.loads(report_file.read_text())
+    try:
+        stdout_is_the_report = json.loads(out) == report
+    except ValueError:
+        stdout_is_the_report = False
     lines = int(counted.strip())
     failed = [c["name"] for c in report["checks"] if c["verdict"] == "failed"]
     result = {
@@ -119,6 +125,8 @@ def one_size(rows: int, directory: Path) -> dict[str, Any]:
         "checks_failed": failed,
         "checks_skipped": [c["name"] for c in report["checks"] if c["verdict"] == "skipped"],
         "audit_stderr": err,
+        "audit_stdout_is_the_report": stdout_is_the_report,
+        **({} if stdout_is_the_report else {"audit_stdout_head": out[:500]}),
     }
     print(json.dumps(result), flush=True)
     return result

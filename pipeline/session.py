@@ -37,7 +37,8 @@ def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> S
 
     The JVM writes its start-up lines (log4j's profile, native-library and incubator-module warnings)
     to its stderr before any log level applies. With ``jvm_log``, a JVM started here gets that file as
-    its stderr for good, so the audit's own output stays clean; None leaves it on ours (``--verbose``).
+    its stdout and stderr for good, so the audit's own output stays clean; None leaves them on ours
+    (``--verbose``).
     """
     from pyspark.sql import SparkSession
 
@@ -50,7 +51,7 @@ def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> S
         if key not in LOOPBACK_DRIVER or not submitted():  # a cluster's workers reach the driver
             builder = builder.config(key, value)
     starts_jvm = SparkSession.getActiveSession() is None
-    with _stderr_to(jvm_log) if jvm_log is not None and starts_jvm else contextlib.nullcontext():
+    with _output_to(jvm_log) if jvm_log is not None and starts_jvm else contextlib.nullcontext():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     for key in ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone", "spark.sql.adaptive.enabled"):
@@ -66,16 +67,20 @@ def submitted() -> bool:
 
 
 @contextlib.contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
-    """File descriptor 2 is ``path`` while the block runs: a child process started meanwhile (the
-    JVM) keeps it, this process gets its own stderr back."""
+def _output_to(path: Path) -> Iterator[None]:
+    """File descriptors 1 and 2 are ``path`` while the block runs: a child process started meanwhile
+    (the JVM) keeps them, so nothing it prints can mix with the report on stdout; this process gets
+    its own back."""
+    sys.stdout.flush()
     sys.stderr.flush()
     path.parent.mkdir(parents=True, exist_ok=True)
-    saved = os.dup(2)
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
     try:
         with path.open("ab") as log:
-            os.dup2(log.fileno(), 2)
+            for fd in saved:
+                os.dup2(log.fileno(), fd)
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)

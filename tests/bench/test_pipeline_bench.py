@@ -18,7 +18,7 @@ def test_a_quick_run_audits_a_generated_directory_in_fresh_processes(tmp_path: P
     (size,) = json.loads(out.read_text())["sizes"]
     assert size["history_rows"] == 40000 and size["lines"] > 40000
     assert size["checks_failed"] == [] and size["checks_skipped"] == []
-    assert size["audit_stderr"] == ""
+    assert size["audit_stderr"] == "" and size["audit_stdout_is_the_report"]
     for part in ("floor", "audit"):
         assert size[part]["seconds"] > 0 and size[part]["peak_rss_mb"] > 100, "the JVM is counted"
     assert size["audit_over_floor"] > 0
