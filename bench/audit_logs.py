@@ -141,17 +141,23 @@ class Cluster:
     def isr(self) -> list[int]:
         return list(BROKERS)
 
+    def _state(self, p: int) -> dict[str, Any]:
+        """Partition ``p``'s state as a controller writes it and a broker applies it."""
+        return {
+            "topic": self.topic,
+            "partition": p,
+            "leader": self.leaders[p],
+            "leader_epoch": self.leader_epochs[p],
+            "isr": self.isr(),
+            "partition_epoch": self.versions[p],
+        }
+
     def _write_state(self, at: dt.datetime, p: int, reason: str) -> None:
         self.logs.write(
             self.controller,
             at,
             "leader_and_isr_change",
-            topic=self.topic,
-            partition=p,
-            leader=self.leaders[p],
-            leader_epoch=self.leader_epochs[p],
-            isr=self.isr(),
-            partition_epoch=self.versions[p],
+            **self._state(p),
             controller_epoch=self.controller_epoch,
             reason=reason,
             unclean=False,
@@ -167,18 +173,8 @@ class Cluster:
             node = f"broker-{b}"
             for p in range(self.partitions) if b == everything_to else partitions:
                 at += dt.timedelta(microseconds=30)
-                self.logs.write(
-                    node,
-                    at,
-                    "become_leader" if self.leaders[p] == b else "become_follower",
-                    topic=self.topic,
-                    partition=p,
-                    leader=self.leaders[p],
-                    leader_epoch=self.leader_epochs[p],
-                    isr=self.isr(),
-                    partition_epoch=self.versions[p],
-                    was_leader=False,
-                )
+                kind = "become_leader" if self.leaders[p] == b else "become_follower"
+                self.logs.write(node, at, kind, **self._state(p), was_leader=False)
             self.correlation += 1
             at += dt.timedelta(microseconds=30)
             self.logs.write(
