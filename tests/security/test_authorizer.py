@@ -90,12 +90,9 @@ Start = Callable[..., Awaitable[AclAuthorizer]]
 
 
 @pytest.fixture
-async def writer(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
-    client = await session(zk_connect)
-    try:
-        yield client
-    finally:
-        await client.close()
+def writer(zk: AsyncZooKeeper) -> AsyncZooKeeper:
+    """The test's own session (the shared ``zk`` fixture), changing ACLs beside the authorizers'."""
+    return zk
 
 
 @pytest.fixture

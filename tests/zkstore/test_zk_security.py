@@ -19,6 +19,7 @@ from cluster import admin_cli
 from daemon.config import ConfigError, load_config
 from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, load_zk_security, zk_security_from_loaded
 from security.certs import CertificateAuthority, Issued, create_authority
+from tests.support.zookeeper import session
 from zkstore import admin, znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.election import try_elect
@@ -54,14 +55,6 @@ def secured_by(user: tuple[str, str]) -> ZkSecurity:
     return ZkSecurity(set_acl=True, digest=digest(user))
 
 
-async def started(
-    connect: str, security: ZkSecurity | None = None, timeout_s: float = CONNECT_TIMEOUT_S
-) -> AsyncZooKeeper:
-    zk = AsyncZooKeeper(connect, session_timeout_ms=6000, connect_timeout_s=timeout_s, security=security)
-    await zk.start()
-    return zk
-
-
 async def acls_of(zk: AsyncZooKeeper, path: str) -> set[Acl]:
     acls, _ = await asyncio.to_thread(zk.client.get_acls, path)
     return acl_set(acls)
@@ -77,7 +70,7 @@ async def remove_everything(zk: AsyncZooKeeper) -> None:
 @pytest.fixture
 async def alice(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
     """A cluster session with ``zookeeper.set.acl`` and the digest identity alice."""
-    zk = await started(zk_connect, secured_by(ALICE))
+    zk = await session(zk_connect, secured_by(ALICE))
     try:
         yield zk
     finally:
@@ -86,13 +79,9 @@ async def alice(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
 
 
 @pytest.fixture
-async def stranger(zk_connect: str) -> AsyncIterator[AsyncZooKeeper]:
-    """An unauthenticated session in the same chroot."""
-    zk = await started(zk_connect)
-    try:
-        yield zk
-    finally:
-        await zk.close()
+def stranger(zk: AsyncZooKeeper) -> AsyncZooKeeper:
+    """An unauthenticated session in the same chroot (the shared ``zk`` fixture)."""
+    return zk
 
 
 # ---------------------------------------------------------------- the policy, without a server
@@ -216,7 +205,7 @@ async def test_an_unauthenticated_session_reads_but_cannot_change(
 async def test_another_digest_user_is_refused_too(alice: AsyncZooKeeper, zk_connect: str) -> None:
     await admin.create_topic(alice, "orders", {0: (1,)})
     await alice.create("/config/brokers/1", b"{}", makepath=True)
-    bob = await started(zk_connect, secured_by(BOB))
+    bob = await session(zk_connect, secured_by(BOB))
     try:
         with pytest.raises(NoAuthError):
             await bob.set(znodes.topic_path("orders"), b"{}")
@@ -291,7 +280,7 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsServer]:
 
 async def test_a_session_over_tls_with_a_client_certificate(tls_server: TlsServer) -> None:
     security = tls_server.security(set_acl=True)  # the certificate is the identity: no digest
-    zk = await started(tls_server.server.secure_connect_string, security)
+    zk = await session(tls_server.server.secure_connect_string, security)
     try:
         await zk.create("/tls/broker", b"hello", makepath=True)
         assert (await zk.get("/tls/broker"))[0] == b"hello"
@@ -304,7 +293,7 @@ async def test_a_session_over_tls_with_a_client_certificate(tls_server: TlsServe
 
 async def test_tls_protocol_versions_are_honoured(tls_server: TlsServer) -> None:
     for protocols in (("TLSv1.2",), ("TLSv1.3",)):
-        zk = await started(tls_server.server.secure_connect_string, tls_server.security(protocols=protocols))
+        zk = await session(tls_server.server.secure_connect_string, tls_server.security(protocols=protocols))
         try:
             assert await zk.exists("/") is not None
         finally:
