@@ -34,11 +34,12 @@ OUT = Path(__file__).parent / "results" / "pipeline.json"
 SAMPLE_S = 0.2
 FLOOR = """
 import sys
+from pathlib import Path
 from pipeline.load import ddl_schema, find_inputs
 from pipeline.session import local_session
 from pyspark.sql import functions as F
-inputs = find_inputs(__import__("pathlib").Path(sys.argv[1]))
-spark = local_session(jvm_log=__import__("pathlib").Path(sys.argv[2]))
+inputs = find_inputs(Path(sys.argv[1]))
+spark = local_session(jvm_log=Path(sys.argv[2]))
 paths = [str(p) for p in (*inputs.event_files, *inputs.history_files)]
 parsed = spark.read.text(paths).select(F.from_json("value", ddl_schema()).alias("j")).select("j.*")
 print(parsed.filter(F.col("ts").isNotNull()).count())

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipeline.stats import CLUSTER, LATENCY_QUANTILES, run_windows, scoped
+from pipeline.stats import CLUSTER, LATENCY_QUANTILES, scoped
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -30,13 +30,13 @@ ELECTION_HORIZON_S = 120
 BROKER_NODE = r"^broker-(\d+)$"
 
 
-def availability(events: DataFrame, history: DataFrame) -> dict[str, dict[str, Any]]:
-    """Scope (``cluster`` or a run) -> figure -> key -> {count, p50, p99, max}."""
+def availability(events: DataFrame, windows: DataFrame) -> dict[str, dict[str, Any]]:
+    """Scope (``cluster`` or a run of ``windows``, :func:`pipeline.stats.run_windows`) -> figure ->
+    key -> {count, p50, p99, max}."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    windows = run_windows(events, history)
     parts = [_bounce_detection(events), _failover(events), _failover_to_last_broker(events)]
     parts.append(_fault_to_first_election(events))
     measured = scoped(reduce(lambda a, b: a.unionByName(b), parts), windows)

@@ -15,7 +15,7 @@ from pipeline.leadership import leader_epochs_grow, no_older_controller_obeyed, 
 from pipeline.load import Inputs, load
 from pipeline.parquet import write_parquet
 from pipeline.result import CheckResult
-from pipeline.stats import CLUSTER, statistics
+from pipeline.stats import CLUSTER, run_windows, statistics
 from pipeline.text import phrase, plural
 from pipeline.timeline import timelines
 from pipeline.workload import replicas_consistent, workload_no_duplicates, workload_no_loss
@@ -54,13 +54,16 @@ def audit(
             workload_no_duplicates(history),
             replicas_consistent(events),
         ]
-        stats = statistics(events, history)
-        figures = availability(events, history)
+        # Each run's time window: a scan of every history line, done once for all that scope by run.
+        windows = run_windows(events, history).cache()
+        stats = statistics(events, history, windows)
+        figures = availability(events, windows)
         stats[CLUSTER]["availability"] = figures.get(CLUSTER, {})
         for name, run_stats in stats["runs"].items():
             run_stats["availability"] = figures.get(name, {})
         tables = write_parquet(spark, parquet, events, history, checks) if parquet is not None else {}
-        plotted = timelines(events, history) if html is not None else None
+        plotted = timelines(events, history, windows) if html is not None else None
+        windows.unpersist()
     finally:
         logs.release()
     report = {

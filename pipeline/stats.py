@@ -47,9 +47,9 @@ KEYED = ("leader_elections", "control_request_errors", "rpc_rejections", "faults
 """Metrics reported as a map from key (reason, error, fault) to count."""
 
 
-def statistics(events: DataFrame, history: DataFrame) -> dict[str, Any]:
-    """``{"cluster": control stats, "runs": {run: workload stats with their "control" stats}}``."""
-    windows = run_windows(events, history).cache()
+def statistics(events: DataFrame, history: DataFrame, windows: DataFrame) -> dict[str, Any]:
+    """``{"cluster": control stats, "runs": {run: workload stats with their "control" stats}}``;
+    ``windows`` is :func:`run_windows` (cached by the caller, which uses it for more than this)."""
     runs = sorted(r["scope"] for r in windows.collect())
     in_runs = windows if runs else None
     daemons = events.filter(events["run"].isNull())
@@ -85,7 +85,6 @@ def statistics(events: DataFrame, history: DataFrame) -> dict[str, Any]:
                 for part in ("queue", "handle")
             },
         }
-    windows.unpersist()
     return {CLUSTER: scopes.pop(CLUSTER), "runs": scopes}
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.load import ORDER
-from pipeline.stats import fault_windows, handled_by_plane, run_windows
+from pipeline.stats import fault_windows, handled_by_plane
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -47,10 +47,10 @@ class Timelines:
     """``plane``, ``api``, ``bin_ms`` (the bin's lower edge) and ``count``: queue plus handling time."""
 
 
-def timelines(events: DataFrame, history: DataFrame) -> Timelines:
+def timelines(events: DataFrame, history: DataFrame, windows: DataFrame) -> Timelines:
+    """``windows``: :func:`pipeline.stats.run_windows`."""
     from pyspark.sql import functions as F
 
-    windows = run_windows(events, history).cache()
     runs = {
         r["scope"]: RunTimeline(r["scope"], r["start"], r["end"]) for r in windows.orderBy("start").collect()
     }
@@ -63,7 +63,6 @@ def timelines(events: DataFrame, history: DataFrame) -> Timelines:
             runs[row["run"]].partitions.append(row.asDict())
         for row in _produce_per_second(history).collect():
             runs[row["run"]].produce.append(row.asDict())
-    windows.unpersist()
     return Timelines(list(runs.values()), [r.asDict() for r in _control_histogram(events).collect()])
 
 

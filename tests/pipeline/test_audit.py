@@ -261,7 +261,7 @@ def test_how_fast_the_control_plane_reacted(audited: dict[str, Any]) -> None:
 def test_control_request_latency_by_plane_and_api(cluster_log: ClusterLog, read: Any) -> None:
     """KIP-291 measured from the logs: requests on a broker's control-plane listener apart from those
     that shared the data plane's queue."""
-    from pipeline.stats import statistics
+    from pipeline.stats import run_windows, statistics
 
     log = cluster_log
     log.emit("broker-1", "broker_started", broker_id=1, broker_epoch=10, control_plane_listener="CONTROLLER")
@@ -280,7 +280,8 @@ def test_control_request_latency_by_plane_and_api(cluster_log: ClusterLog, read:
     log.handled(2, 12, max_broker_epoch=12, listener="INTERNAL", queue_ms=40.0, handle_ms=1.0)
     log.handled(2, 12, max_broker_epoch=12)  # a line from before handled lines named their listener
     logs = read(log)
-    latency = statistics(logs.events, logs.history)["cluster"]["control_latency_ms"]
+    windows = run_windows(logs.events, logs.history)
+    latency = statistics(logs.events, logs.history, windows)["cluster"]["control_latency_ms"]
     assert latency == {
         "control": {
             "LeaderAndIsr": {
