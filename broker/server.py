@@ -337,6 +337,7 @@ class BrokerServer:
             listeners=[e.connection_string for e in self.advertised],
             control_plane_listener=self.config.control_plane_listener_name,
             metrics_port=self.metrics_port,
+            min_insync_replicas=self.config.min_insync_replicas,
         )
 
     def _listener(self, name: str) -> Listener:
