@@ -229,17 +229,7 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
             if group is not None:
                 await _drain_group(group, workloads[0])
             reports = await _verified_replicas(target, list(topics))
-            inconsistent = [
-                f"{d.topic}-{d.partition}: replica {d.replica} at offset {d.offset}: {d.detail}"
-                for r in reports
-                for d in r.divergences
-            ]
-            events.emit(
-                "replicas_verified",
-                partitions=len(reports),
-                consistent=sum(r.consistent for r in reports),
-                divergences=inconsistent,
-            )
+            inconsistent = verify_replicas.record(events, reports)
             run_lines = list(read_lines(run_dir / "events.jsonl"))
             await _settle_after_faults(run_lines)
             judged_at = datetime.now(UTC)

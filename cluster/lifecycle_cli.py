@@ -80,6 +80,11 @@ def register(commands: Any) -> None:
     add_dir_option(verify)
     verify.add_argument("--topic", action="append", default=[], help="only this topic (repeatable)")
     verify.add_argument("--json", action="store_true")
+    verify.add_argument(
+        "--no-record",
+        action="store_true",
+        help="write no replicas_verified line to DIR/verify-replicas/events.jsonl (for the audit)",
+    )
     verify.set_defaults(run=_reporting(run_verify_replicas))
 
     status = commands.add_parser("status", help="the processes of a local cluster")
@@ -228,13 +233,20 @@ def _cuts_text(cuts: list[tuple[str, str]]) -> str:
 
 
 def run_verify_replicas(args: argparse.Namespace) -> int:
-    from cluster.verify_replicas import run
+    from cluster.verify_replicas import record, run
+    from daemon.eventlog import EventLog
     from zkstore.admin import AdminError
 
     try:
         reports = run(launcher.load_state(args.dir), args.topic)
     except AdminError as exc:
         return fail(str(exc))
+    if not args.no_record:
+        events = EventLog(args.dir / "verify-replicas" / "events.jsonl", node="verify-replicas")
+        try:
+            record(events, reports, topics=args.topic)
+        finally:
+            events.close()
     diverged = [r for r in reports if not r.consistent]
     if args.json:
         print(json.dumps([dataclasses.asdict(r) for r in reports], indent=2))

@@ -17,6 +17,7 @@ from typing import Any
 
 from cluster import launcher
 from daemon.connection import KafkaConnection
+from daemon.eventlog import EventLog
 from protocol import ApiKey, CorruptRecordBatch, ErrorCode
 from protocol.record_batch import parse_batches
 from zkstore import admin, znodes
@@ -103,6 +104,28 @@ def compare(
                     )
                 )
     return found
+
+
+def divergence_lines(reports: Iterable[PartitionReport]) -> list[str]:
+    """One line per differing replica, so chaos runs and ``verify-replicas`` word them alike."""
+    return [
+        f"{d.topic}-{d.partition}: replica {d.replica} at offset {d.offset}: {d.detail}"
+        for r in reports
+        for d in r.divergences
+    ]
+
+
+def record(events: EventLog, reports: Sequence[PartitionReport], **extra: Any) -> list[str]:
+    """Append the ``replicas_verified`` line the audit judges replica consistency by; its divergences."""
+    lines = divergence_lines(reports)
+    events.emit(
+        "replicas_verified",
+        partitions=len(reports),
+        consistent=sum(r.consistent for r in reports),
+        divergences=lines,
+        **extra,
+    )
+    return lines
 
 
 # -- reading a replica's log from disk

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,12 +43,22 @@ def cli(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
-async def verify(directory: Path) -> subprocess.CompletedProcess[str]:
-    return await asyncio.to_thread(cli, directory, "verify-replicas")
+async def verify(directory: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(cli, directory, "verify-replicas", *flags)
 
 
 async def consistent(directory: Path) -> bool:
-    return (await verify(directory)).returncode == 0
+    return (await verify(directory, "--no-record")).returncode == 0
+
+
+def recorded(directory: Path) -> list[dict[str, Any]]:
+    """The ``replicas_verified`` lines verify-replicas left for the audit, without ts and node."""
+    path = directory / "verify-replicas" / "events.jsonl"
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {(e["node"], e["kind"]) for e in lines} <= {("verify-replicas", "replicas_verified")}
+    return [{k: v for k, v in e.items() if k not in ("ts", "node", "kind")} for e in lines]
 
 
 @pytest.mark.zookeeper
@@ -56,7 +68,9 @@ async def test_the_command_finds_a_replica_whose_batch_has_another_leader_epoch(
     produced = await asyncio.to_thread(cli, directory, "produce", "--topic", "t", "--count", "50")
     assert produced.returncode == 0, produced.stderr
     await wait_until(lambda: consistent(directory), timeout=30, what="every replica caught up")
+    assert recorded(directory) == []  # --no-record wrote nothing
     assert "1 consistent, 0 diverged" in (await verify(directory)).stdout
+    assert recorded(directory) == [{"partitions": 1, "consistent": 1, "divergences": [], "topics": []}]
 
     # A follower whose first batch claims another leader epoch: what two leaders writing the same
     # offsets leave behind (the epoch is outside the CRC, so the batch still reads as sound).
@@ -71,6 +85,10 @@ async def test_the_command_finds_a_replica_whose_batch_has_another_leader_epoch(
     struct.pack_into(">i", data, 12, header.partition_leader_epoch + 7)
     segment.write_bytes(bytes(data))
 
-    result = await verify(directory)
+    result = await verify(directory, "--topic", "t")
     assert result.returncode == 1
     assert f"t-0: replica {victim['id']} differs at offset 0" in result.stdout
+    _, last = recorded(directory)
+    assert (last["partitions"], last["consistent"], last["topics"]) == (1, 0, ["t"])
+    [divergence] = last["divergences"]
+    assert divergence.startswith(f"t-0: replica {victim['id']} at offset 0: ")
