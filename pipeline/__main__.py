@@ -1,4 +1,4 @@
-"""``python -m pipeline audit --dir DIR [--out FILE] [--run RUN_ID] [--json]``.
+"""``python -m pipeline audit --dir DIR [--out FILE] [--run RUN_ID | --since TIME | --runs N] [--json]``.
 
 Exit status: 0 when every check passed (or was skipped for lack of input), 1 when one failed, 2 on a
 usage error such as a directory without event logs.
@@ -7,6 +7,7 @@ usage error such as a directory without event logs.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -24,15 +25,30 @@ def parser() -> argparse.ArgumentParser:
     audit = commands.add_parser(
         "audit",
         help="check the event logs and chaos histories under DIR and write a JSON report",
-        description="Reads every events.jsonl under DIR and every DIR/chaos/*/history.jsonl, runs the "
-        "checks of docs/pipeline.md, and writes the report. Exit status 0: all passed; 1: a check "
-        "failed; 2: usage error.",
+        description="Reads every events.jsonl under DIR and every chaos history.jsonl (DIR may hold "
+        "one cluster or many, such as a campaign's seed-N directories), runs the checks of "
+        "docs/pipeline.md, and writes the report. Exit status 0: all passed; 1: a check failed; "
+        "2: usage error.",
     )
     audit.add_argument(
-        "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
+        "--dir",
+        type=Path,
+        default=DEFAULT_DIR,
+        help=f"cluster directory, or a directory of them (default {DEFAULT_DIR})",
     )
     audit.add_argument("--out", type=Path, metavar="FILE", help=f"report path (default DIR/{REPORT_FILE})")
-    audit.add_argument("--run", metavar="RUN_ID", help="audit only this chaos run (DIR/chaos/RUN_ID)")
+    audit.add_argument(
+        "--run", metavar="RUN_ID", help="audit only this chaos run (DIR/chaos/RUN_ID, or CLUSTER/RUN_ID)"
+    )
+    audit.add_argument(
+        "--since",
+        type=since_time,
+        metavar="TIME",
+        help="only the chaos runs that started at TIME or later (ISO 8601, UTC unless it says otherwise)",
+    )
+    audit.add_argument(
+        "--runs", type=positive, metavar="N", help="only the latest N chaos runs (of every cluster under DIR)"
+    )
     audit.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     audit.add_argument(
         "--parquet",
@@ -57,6 +73,20 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def since_time(text: str) -> dt.datetime:
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from exc
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return int(text)
+
+
 def spark_log(report: Path) -> Path:
     """Where the JVM's own stderr goes: ``audit-spark.log`` beside ``audit.json``."""
     return report.with_name(f"{report.stem}-spark.log")
@@ -70,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.load import InputError, find_inputs
 
     try:
-        inputs = find_inputs(args.dir, args.run)
+        inputs = find_inputs(args.dir, args.run, since=args.since, last=args.runs)
     except InputError as exc:
         print(f"pipeline: {exc}", file=sys.stderr)
         return 2

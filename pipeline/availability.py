@@ -11,7 +11,17 @@
 * ``fault_to_first_election_s``, keyed by fault kind: from a chaos ``fault_injected`` on a broker to
   the first partition leader election after it (a ``leader_and_isr_change`` whose reason ends in
   ``election``), and on a controller to the next ``controller_elected``; within
-  ``ELECTION_HORIZON_S``, else the fault caused none (a follower's bounce moves no leader).
+  ``ELECTION_HORIZON_S``, else the fault caused none (a follower's bounce moves no leader);
+* windows, each keyed by the kind of the latest fault whose window (``pipeline.stats.fault_windows``)
+  holds its start, ``no_fault`` when none does: ``leaderless_window_s``, a partition without a leader
+  (from the write that set leader -1 to the next that set one); ``under_min_isr_window_s``, its ISR
+  below ``min.insync.replicas`` (the largest the brokers' ``broker_started`` lines give, else Kafka's
+  default 1; topic overrides are not in the logs); ``controller_gap_s``, the cluster without a
+  controller (``pipeline.stats.controller_gaps``). A window still open when the log ends is not one;
+* ``fault_to_full_recovery_s``, keyed by fault kind: from a fault to the end of the last spell it
+  started in which some partition was *degraded*: without a leader, or with an ISR smaller than the
+  largest that partition ever had (its replicas). A fault that degraded nothing has no figure; one
+  whose spell never ended (the log stops first) neither.
 
 Each is reported per scope (the cluster, and each chaos run by the time of the figure's start) as
 count, p50, p99 and max. All joins are on small tables (registrations, elections, faults).
@@ -21,25 +31,44 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipeline.stats import CLUSTER, LATENCY_QUANTILES, scoped
+from pipeline.load import ORDER
+from pipeline.stats import CLUSTER, LATENCY_QUANTILES, controller_gaps, fault_windows, scoped
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 ELECTION_HORIZON_S = 120
 BROKER_NODE = r"^broker-(\d+)$"
+NO_FAULT = "no_fault"
+DEFAULT_MIN_ISR = 1
+"""Kafka's default ``min.insync.replicas``, for logs whose brokers do not say theirs."""
+BY_FAULT = (
+    "fault_to_first_election_s",
+    "fault_to_full_recovery_s",
+    "leaderless_window_s",
+    "under_min_isr_window_s",
+    "controller_gap_s",
+)
+"""Figures keyed by fault kind, which the summary across runs lists per kind."""
 
 
-def availability(events: DataFrame, windows: DataFrame) -> dict[str, dict[str, Any]]:
-    """Scope (``cluster`` or a run of ``windows``, :func:`pipeline.stats.run_windows`) -> figure ->
-    key -> {count, p50, p99, max}."""
+def availability(
+    events: DataFrame, windows: DataFrame, clusters: list[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Scope (``cluster``, a run of ``windows``, :func:`pipeline.stats.run_windows`, or with several
+    ``clusters`` each one's :func:`pipeline.stats.cluster_scope`) -> figure -> key -> {count, p50,
+    p99, max}."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
+    faults = fault_windows(events, windows)
+    partition_windows = partition_states(events)
     parts = [_bounce_detection(events), _failover(events), _failover_to_last_broker(events)]
-    parts.append(_fault_to_first_election(events))
-    measured = scoped(reduce(lambda a, b: a.unionByName(b), parts), windows)
+    parts += [_fault_to_first_election(events), _windows(partition_windows, controller_gaps(events), faults)]
+    parts.append(_full_recovery(partition_windows, faults))
+    each = clusters if clusters is not None and len(clusters) > 1 else None
+    measured = scoped(reduce(lambda a, b: a.unionByName(b), parts), windows, each)
     rows = (
         measured.groupBy("scope", "figure", "key")
         .agg(
@@ -65,7 +94,11 @@ def _figure(df: DataFrame, figure: str, key: Any, value: Any) -> DataFrame:
     from pyspark.sql import functions as F
 
     return df.select(
-        "ts", F.lit(figure).alias("figure"), key.alias("key"), value.cast("double").alias("value")
+        "ts",
+        "cluster",
+        F.lit(figure).alias("figure"),
+        key.alias("key"),
+        value.cast("double").alias("value"),
     )
 
 
@@ -80,11 +113,13 @@ def _bounce_detection(events: DataFrame) -> DataFrame:
 
     registered = events.filter(F.col("kind") == "registered").select(
         "ts",
+        "cluster",
         F.regexp_extract("node", BROKER_NODE, 1).cast("bigint").alias("broker"),
         F.col("broker_epoch").alias("epoch"),
     )
     changes = events.filter(F.col("kind") == "broker_change").select(
         F.col("ts").alias("seen"),
+        F.col("cluster").alias("seen_in"),
         F.explode(
             F.concat(
                 F.transform("bounced", lambda b: F.struct(b.alias("id"), F.lit("bounced").alias("how"))),
@@ -94,17 +129,18 @@ def _bounce_detection(events: DataFrame) -> DataFrame:
         "epochs",
     )
     listed = changes.select(
-        "seen", F.col("b.id").alias("id"), F.col("b.how").alias("how"),
+        "seen", "seen_in", F.col("b.id").alias("id"), F.col("b.how").alias("how"),
         F.element_at("epochs", F.col("b.id").cast("string")).alias("listed_epoch"),
     )  # fmt: skip
     same = (
-        (listed["id"] == registered["broker"])
+        (listed["seen_in"] == registered["cluster"])
+        & (listed["id"] == registered["broker"])
         & (listed["listed_epoch"] == registered["epoch"])
         & (listed["seen"] >= registered["ts"])
     )
     first = (
         registered.join(listed, same)
-        .groupBy("ts", "broker", "epoch")
+        .groupBy("ts", "cluster", "broker", "epoch")
         .agg(F.min("seen").alias("seen"), F.first("how").alias("how"))
     )
     return _figure(first, "bounce_detection_ms", F.col("how"), _millis("seen", "ts"))
@@ -121,18 +157,17 @@ def _failover_to_last_broker(events: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     elected = events.filter(F.col("kind") == "controller_elected").select(
-        "ts", F.col("controller_epoch").alias("epoch")
+        "ts", "cluster", F.col("controller_epoch").alias("epoch")
     )
     applied = (
         events.filter((F.col("kind") == "control_request_handled") & (F.col("error") == "NONE"))
-        .groupBy("node", F.col("controller_epoch").alias("applied_epoch"))
+        .groupBy(
+            F.col("cluster").alias("applied_in"), "node", F.col("controller_epoch").alias("applied_epoch")
+        )
         .agg(F.min("ts").alias("first"))
     )
-    last = (
-        elected.join(applied, applied["applied_epoch"] == elected["epoch"])
-        .groupBy("ts", "epoch")
-        .agg(F.max("first").alias("last"))
-    )
+    same = (applied["applied_in"] == elected["cluster"]) & (applied["applied_epoch"] == elected["epoch"])
+    last = elected.join(applied, same).groupBy("ts", "cluster", "epoch").agg(F.max("first").alias("last"))
     return _figure(last, "failover_to_last_broker_ms", F.lit("all"), _millis("last", "ts"))
 
 
@@ -143,23 +178,165 @@ def _fault_to_first_election(events: DataFrame) -> DataFrame:
         (F.col("kind") == "fault_injected")
         & (F.col("fault") != "resume")
         & F.col("role").isin("broker", "controller")
-    ).select("ts", "fault", "role")
+    ).select("ts", "cluster", "fault", "role")
     reason = F.col("reason")
     leader_elections = events.filter(
         (F.col("kind") == "leader_and_isr_change") & reason.endswith(" election")
     )
     elections = leader_elections.select(
-        F.col("ts").alias("at"), F.lit("broker").alias("for_role")
+        F.col("ts").alias("at"), F.col("cluster").alias("in"), F.lit("broker").alias("for_role")
     ).unionByName(
         events.filter(F.col("kind") == "controller_elected").select(
-            F.col("ts").alias("at"), F.lit("controller").alias("for_role")
+            F.col("ts").alias("at"), F.col("cluster").alias("in"), F.lit("controller").alias("for_role")
         )
     )
     horizon = F.timestamp_micros(F.unix_micros("ts") + ELECTION_HORIZON_S * 1_000_000)
     caused = (
-        (faults["role"] == elections["for_role"])
+        (faults["cluster"] == elections["in"])
+        & (faults["role"] == elections["for_role"])
         & (elections["at"] >= faults["ts"])
         & (elections["at"] <= horizon)
     )
-    first = faults.join(elections, caused).groupBy("ts", "fault").agg(F.min("at").alias("at"))
+    first = faults.join(elections, caused).groupBy("ts", "cluster", "fault").agg(F.min("at").alias("at"))
     return _figure(first, "fault_to_first_election_s", F.col("fault"), _millis("at", "ts") / 1000)
+
+
+def partition_states(events: DataFrame) -> DataFrame:
+    """Every partition-state write, as (cluster, topic, partition, ts, leaderless, under_min_isr,
+    degraded) with ``*_until``: the first later write of the partition where that no longer held."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    min_isr = (
+        events.filter(F.col("kind") == "broker_started")
+        .groupBy(F.col("cluster").alias("min_isr_cluster"))
+        .agg(F.max("min_insync_replicas").alias("min_isr"))
+    )
+    writes = events.filter((F.col("kind") == "leader_and_isr_change") & F.col("topic").isNotNull()).select(
+        *ORDER, "cluster", "topic", "partition", "leader", F.size("isr").alias("isr_size")
+    )
+    writes = writes.join(F.broadcast(min_isr), writes["cluster"] == min_isr["min_isr_cluster"], "left")
+    partition = Window.partitionBy("cluster", "topic", "partition")
+    states = writes.select(
+        *ORDER,
+        "cluster",
+        "topic",
+        "partition",
+        (F.col("leader") == -1).alias("leaderless"),
+        (F.col("isr_size") < F.coalesce("min_isr", F.lit(DEFAULT_MIN_ISR))).alias("under_min_isr"),
+        ((F.col("leader") == -1) | (F.col("isr_size") < F.max("isr_size").over(partition))).alias("degraded"),
+    )
+    later = partition.orderBy(*ORDER).rowsBetween(1, Window.unboundedFollowing)
+    earlier = partition.orderBy(*ORDER)
+    conditions = ("leaderless", "under_min_isr", "degraded")
+    return states.select(
+        "*",
+        *[
+            F.first(F.when(~F.col(c), F.col("ts")), ignorenulls=True).over(later).alias(f"{c}_until")
+            for c in conditions
+        ],
+        *[F.coalesce(F.lag(c).over(earlier), F.lit(False)).alias(f"{c}_before") for c in conditions],
+    )
+
+
+def partition_windows(states: DataFrame, condition: str) -> DataFrame:
+    """(cluster, topic, partition, start, end) of each spell of ``condition``; ``end`` null while open."""
+    from pyspark.sql import functions as F
+
+    return states.filter(F.col(condition) & ~F.col(f"{condition}_before")).select(
+        "cluster", "topic", "partition", F.col("ts").alias("start"), F.col(f"{condition}_until").alias("end")
+    )
+
+
+def _attributed(spells: DataFrame, faults: DataFrame) -> DataFrame:
+    """Each spell with ``cause``: the kind of the latest fault of its cluster whose window holds its
+    start, or ``no_fault``."""
+    from pyspark.sql import functions as F
+
+    f = faults.select(
+        F.col("cluster").alias("f_cluster"),
+        "fault",
+        F.col("start").alias("f_start"),
+        F.col("end").alias("f_end"),
+    )
+    inside = (
+        (spells["cluster"] == f["f_cluster"])
+        & (spells["start"] >= f["f_start"])
+        & (spells["start"] <= f["f_end"])
+    )
+    # Spells that look alike (two partitions led by one broker) stay two: each has an id of its own.
+    spells = spells.withColumn("spell", F.monotonically_increasing_id())
+    return (
+        spells.join(F.broadcast(f), inside, "left")
+        .groupBy(*spells.columns)
+        .agg(F.coalesce(F.max_by("fault", "f_start"), F.lit(NO_FAULT)).alias("cause"))
+        .drop("spell")
+    )
+
+
+def _windows(states: DataFrame, gaps: DataFrame, faults: DataFrame) -> DataFrame:
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    spells = [
+        partition_windows(states, "leaderless").select(
+            "cluster", "start", "end", F.lit("leaderless_window_s").alias("figure")
+        ),
+        partition_windows(states, "under_min_isr").select(
+            "cluster", "start", "end", F.lit("under_min_isr_window_s").alias("figure")
+        ),
+        gaps.select(
+            "cluster",
+            F.col("ts").alias("start"),
+            F.col("closed").alias("end"),
+            F.lit("controller_gap_s").alias("figure"),
+        ),
+    ]
+    closed = reduce(lambda a, b: a.unionByName(b), spells).filter(F.col("end").isNotNull())
+    judged = _attributed(closed.withColumn("ts", F.col("start")), faults)
+    return judged.select(
+        "ts",
+        "cluster",
+        "figure",
+        F.col("cause").alias("key"),
+        (_millis("end", "start") / 1000).cast("double").alias("value"),
+    )
+
+
+def _full_recovery(states: DataFrame, faults: DataFrame) -> DataFrame:
+    """Degraded spells of whole clusters (some partition degraded), and each fault's last one."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    spells = partition_windows(states, "degraded")
+    # +1 when a partition's spell starts, -1 when it ends: the running sum is how many are degraded.
+    steps = spells.select("cluster", F.col("start").alias("at"), F.lit(1).alias("step")).unionByName(
+        spells.filter(F.col("end").isNotNull()).select(
+            "cluster", F.col("end").alias("at"), F.lit(-1).alias("step")
+        )
+    )
+    in_cluster = Window.partitionBy("cluster").orderBy("at", "step")
+    counted = steps.withColumn(
+        "degraded", F.sum("step").over(in_cluster.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    counted = counted.withColumn("before", F.coalesce(F.lag("degraded").over(in_cluster), F.lit(0)))
+    following = in_cluster.rowsBetween(0, Window.unboundedFollowing)
+    cluster_spells = counted.withColumn(
+        "end", F.first(F.when(F.col("degraded") == 0, F.col("at")), ignorenulls=True).over(following)
+    ).filter((F.col("before") == 0) & (F.col("degraded") > 0))
+    f = faults.select(
+        F.col("cluster").alias("f_cluster"), "fault", F.col("start").alias("ts"), F.col("end").alias("f_end")
+    )
+    started = (
+        (cluster_spells["cluster"] == f["f_cluster"])
+        & (cluster_spells["at"] >= f["ts"])
+        & (cluster_spells["at"] <= f["f_end"])
+    )
+    recovered = (
+        f.join(cluster_spells, started)
+        .groupBy("ts", F.col("f_cluster").alias("cluster"), "fault")
+        .agg(F.max("end").alias("end"), F.count(F.when(F.col("end").isNull(), True)).alias("open"))
+        .filter(F.col("open") == 0)
+    )
+    return _figure(recovered, "fault_to_full_recovery_s", F.col("fault"), _millis("end", "ts") / 1000)

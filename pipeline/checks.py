@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipeline.load import ORDER, POSITION
-from pipeline.result import CheckResult, from_violations, skipped, tally
+from pipeline.result import CheckResult, by_cluster, from_violations, skipped, tally
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -41,7 +41,7 @@ def one_controller_per_epoch(events: DataFrame) -> CheckResult:
 
     elected = events.filter(F.col("kind") == "controller_elected")
     twice = (
-        elected.groupBy("controller_epoch")
+        elected.groupBy("cluster", "controller_epoch")
         .agg(
             F.min("ts").alias("ts"),
             F.count(F.lit(1)).alias("elections"),
@@ -50,27 +50,28 @@ def one_controller_per_epoch(events: DataFrame) -> CheckResult:
         .filter("elections > 1")
         .withColumn("rule", F.lit("epoch won more than once"))
     )
-    in_time = Window.orderBy(*ORDER)
+    in_time = Window.partitionBy("cluster").orderBy(*ORDER)
     backwards = (
         elected.select(
             "ts",
             *POSITION,
+            "cluster",
             "node",
             "controller_epoch",
             F.lag("controller_epoch").over(in_time).alias("previous_epoch"),
             F.lag("node").over(in_time).alias("previous_node"),
         )
         .filter(F.col("controller_epoch") < F.col("previous_epoch"))
-        .select("ts", "node", "controller_epoch", "previous_epoch", "previous_node")
+        .select("ts", "cluster", "node", "controller_epoch", "previous_epoch", "previous_node")
         .withColumn("rule", F.lit("epoch lower than the previous election's"))
     )
-    winners = elected.groupBy("controller_epoch").agg(F.collect_set("node").alias("winners"))
+    winners = elected.groupBy("cluster", "controller_epoch").agg(F.collect_set("node").alias("winners"))
     acting = events.filter(
         F.col("kind").isin(*ACTIVE_CONTROLLER_KINDS) & F.col("controller_epoch").isNotNull()
     )
     usurped = (
-        acting.join(winners, "controller_epoch", "left")
-        .groupBy("node", "controller_epoch", "winners")
+        acting.join(winners, ["cluster", "controller_epoch"], "left")
+        .groupBy("cluster", "node", "controller_epoch", "winners")
         .agg(F.min("ts").alias("ts"), F.sort_array(F.collect_set("kind")).alias("kinds"))
     )
     foreign = (
@@ -78,7 +79,7 @@ def one_controller_per_epoch(events: DataFrame) -> CheckResult:
         .withColumn("rule", F.lit("acted with an epoch another controller won"))
         .withColumnRenamed("winners", "nodes")
     )
-    unseen = usurped.filter(F.col("winners").isNull()).select("controller_epoch").distinct()
+    unseen = usurped.filter(F.col("winners").isNull()).select("cluster", "controller_epoch").distinct()
     violations = twice.unionByName(backwards, allowMissingColumns=True).unionByName(
         foreign, allowMissingColumns=True
     )
@@ -87,7 +88,9 @@ def one_controller_per_epoch(events: DataFrame) -> CheckResult:
         return skipped(ONE_CONTROLLER, "no controller_elected event")
     details = {}
     if counts["unseen"]:
-        details["epochs_without_election_in_log"] = sorted(r[0] for r in unseen.collect())
+        details["epochs_without_election_in_log"] = by_cluster(
+            (r["cluster"], r["controller_epoch"]) for r in unseen.collect()
+        )
     return from_violations(
         ONE_CONTROLLER, counts["elections"], violations, ["ts", "rule"], details, count=counts["violations"]
     )
@@ -100,10 +103,11 @@ def broker_epochs_increase(events: DataFrame) -> CheckResult:
     from pyspark.sql import functions as F
 
     registered = events.filter((F.col("kind") == "registered") & F.col("broker_epoch").isNotNull())
-    per_node = Window.partitionBy("node").orderBy(*ORDER)
+    per_node = Window.partitionBy("cluster", "node").orderBy(*ORDER)
     repeated = (
         registered.select(
             "ts",
+            "cluster",
             "node",
             "broker_epoch",
             F.lag("broker_epoch").over(per_node).alias("previous_registration_epoch"),
@@ -114,9 +118,16 @@ def broker_epochs_increase(events: DataFrame) -> CheckResult:
     )
     changes = events.filter(F.col("kind") == "broker_change")
     bounces = changes.select(
-        "ts", "node", "controller_epoch", "epochs", "previous_epochs", F.explode("bounced").alias("broker")
+        "ts",
+        "cluster",
+        "node",
+        "controller_epoch",
+        "epochs",
+        "previous_epochs",
+        F.explode("bounced").alias("broker"),
     ).select(
         "ts",
+        "cluster",
         "node",
         "controller_epoch",
         "broker",
@@ -131,14 +142,16 @@ def broker_epochs_increase(events: DataFrame) -> CheckResult:
     seen = changes.select(
         "ts",
         *POSITION,
+        "cluster",
         "node",
         "controller_epoch",
         F.explode("epochs").alias("id", "broker_epoch"),
     )
-    per_broker = Window.partitionBy("node", "id").orderBy(*ORDER)
+    per_broker = Window.partitionBy("cluster", "node", "id").orderBy(*ORDER)
     regressions = (
         seen.select(
             "ts",
+            "cluster",
             "node",
             "controller_epoch",
             F.col("id").cast("bigint").alias("broker"),
@@ -194,6 +207,7 @@ def stale_requests_rejected(events: DataFrame) -> CheckResult:
         )
         .select(
             "ts",
+            "cluster",
             "node",
             "rule",
             "api",

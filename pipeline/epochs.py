@@ -34,7 +34,7 @@ def partition_epochs_written_once(events: DataFrame) -> CheckResult:
     from pyspark.sql import functions as F
 
     writes = incarnations(events, "leader_and_isr_change").filter(F.col("partition_epoch").isNotNull())
-    per_version = writes.groupBy("topic", "partition", "incarnation", "partition_epoch").agg(
+    per_version = writes.groupBy("cluster", "topic", "partition", "incarnation", "partition_epoch").agg(
         F.min("ts").alias("ts"),
         F.count(F.lit(1)).alias("writes"),
         F.sort_array(F.collect_set("node")).alias("nodes"),
@@ -56,24 +56,25 @@ def broker_epochs_move_forward(events: DataFrame) -> CheckResult:
     from pyspark.sql import functions as F
 
     rows = incarnations(events, *BECOME, "broker_started")
-    starts = Window.partitionBy("node").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    starts = Window.partitionBy("cluster", "node").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
     applied = (
         rows.withColumn("generation", F.sum((F.col("kind") == "broker_started").cast("int")).over(starts))
         .filter(F.col("kind").isin(*BECOME))
         .filter(F.col("topic").isNotNull() & F.col("leader_epoch").isNotNull())
     )
     before = (
-        Window.partitionBy("node", "topic", "partition", "incarnation")
+        Window.partitionBy("cluster", "node", "topic", "partition", "incarnation")
         .orderBy(*ORDER)
         .rowsBetween(Window.unboundedPreceding, -1)
     )
     in_process = (
-        Window.partitionBy("node", "generation", "topic", "partition", "incarnation")
+        Window.partitionBy("cluster", "node", "generation", "topic", "partition", "incarnation")
         .orderBy(*ORDER)
         .rowsBetween(Window.unboundedPreceding, -1)
     )
     judged = applied.select(
         "ts",
+        "cluster",
         "node",
         "kind",
         "topic",

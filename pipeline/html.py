@@ -9,8 +9,11 @@ every fault window shaded and labelled in all of them:
 3. produce latency, p50 and p99 per second (log scale);
 4. throughput: acknowledged records per second.
 
-Then control-request latency (queue plus handling) as histograms by API, one panel per plane, and the
-checks: one row per check, linked to its examples in full. Plots are PNGs embedded as data URIs, so
+Before the runs, for a directory of several (a night of CI), two tables across them: one row per run
+(its faults, records, losses and produce p99), and one per fault kind (its reaction-time figures over
+every run, ``pipeline.availability.BY_FAULT``). After them, control-request latency (queue plus
+handling) as histograms by API, one panel per plane, and the checks: one row per check, linked to its
+examples in full. Plots are PNGs embedded as data URIs, so
 the file opens anywhere without a network. matplotlib draws them with its non-interactive backend.
 """
 
@@ -60,6 +63,7 @@ def page(report: dict[str, Any], data: Timelines) -> str:
         f"<p class=summary>{_e(passed)}: {plural(len(report['checks']), 'check')}, "
         f"{failed} failed; {plural(len(data.runs), 'chaos run')}; generated {_e(report['generated_at'])}</p>",
         _checks_table(report),
+        _across_runs(report),
     ]
     for run in data.runs:
         sections.append(f"<h2 id='{_e(run.run)}'>Run {_e(run.run)}</h2>")
@@ -107,6 +111,46 @@ def _checks_table(report: dict[str, Any]) -> str:
         )
     head = "<tr><th>check</th><th>verdict</th><th>checked</th><th>violations</th><th>first example</th></tr>"
     return f"<h2>Checks</h2><table class=checks>{head}{''.join(rows)}</table>"
+
+
+def _across_runs(report: dict[str, Any]) -> str:
+    """The runs side by side, and the reaction times per fault kind; nothing for a single run."""
+    summary = report.get("summary", {})
+    if summary.get("runs", 0) < 2 and len(summary.get("clusters", [])) < 2:
+        return ""
+    rows = [
+        f"<tr><td><a href='#{_e(name)}'>{_e(name)}</a></td><td class=n>{run['faults']}</td>"
+        f"<td class=n>{run['acked']}</td><td class=n>{run['failed']}</td><td class=n>{run['lost']}</td>"
+        f"<td class=n>{_e(run['produce_p99_ms'] if run['produce_p99_ms'] is not None else '')}</td></tr>"
+        for name, run in summary.get("by_run", {}).items()
+    ]
+    columns = ("run", "faults", "acked", "failed", "lost", "produce p99, ms")
+    head = "<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"
+    parts = [
+        f"<h2>Across runs</h2><p>{plural(summary['runs'], 'chaos run')} in "
+        f"{plural(len(summary['clusters']), 'cluster')}</p><table class=runs>{head}{''.join(rows)}</table>"
+    ]
+    by_fault = summary.get("by_fault", {})
+    if by_fault:
+        figures = sorted({f for kind in by_fault.values() for f in kind})
+        head = (
+            "<tr><th>fault</th>" + "".join(f"<th>{_e(f)}<br>n, p50, p99, max</th>" for f in figures) + "</tr>"
+        )
+        body = []
+        for kind, keyed in by_fault.items():
+            cells = []
+            for figure in figures:
+                q = keyed.get(figure)
+                cells.append(
+                    f"<td class=n>{q['count']}, {q['p50']:g}, {q['p99']:g}, {q['max']:g}</td>"
+                    if q
+                    else "<td></td>"
+                )
+            body.append(f"<tr><td>{_e(kind)}</td>{''.join(cells)}</tr>")
+        parts.append(
+            f"<h3>Per fault kind, over every run</h3><table class=faults>{head}{''.join(body)}</table>"
+        )
+    return "\n".join(parts)
 
 
 def _examples(report: dict[str, Any]) -> str:

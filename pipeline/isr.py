@@ -55,10 +55,11 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         return F.coalesce(F.col(name), F.array().cast("array<bigint>"))
 
     writes = events.filter(F.col("kind") == "leader_and_isr_change")
-    per_partition = Window.partitionBy("topic", "partition").orderBy(*ORDER)
+    per_partition = Window.partitionBy("cluster", "topic", "partition").orderBy(*ORDER)
     writes = writes.select(
         "ts",
         *POSITION,
+        "cluster",
         "node",
         "controller_epoch",
         "topic",
@@ -80,6 +81,7 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
     changes = events.filter(F.col("kind").isin("brokers_loaded", "broker_change", "brokers_removed")).select(
         "ts",
         *POSITION,
+        "cluster",
         "node",
         "controller_epoch",
         # A broker_change's dead brokers stay live for the controller until its brokers_removed.
@@ -96,7 +98,7 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
 
     # Registered brokers as of each write: the last view of the same controller and epoch.
     so_far = (
-        Window.partitionBy("node", "controller_epoch")
+        Window.partitionBy("cluster", "node", "controller_epoch")
         .orderBy(*ORDER)
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
@@ -111,18 +113,19 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
     # Shutting down as of each member of each written ISR: the last start or end mark for that broker.
     members = viewed.select("*", F.explode("isr").alias("broker"), F.lit(None).cast("string").alias("mark"))
     starts = events.filter(F.col("kind") == "controlled_shutdown_started").select(
-        "ts", *POSITION, "node", "controller_epoch", "broker", F.lit("start").alias("mark")
+        "ts", *POSITION, "cluster", "node", "controller_epoch", "broker", F.lit("start").alias("mark")
     )
     ends = changes.select(
         "ts",
         *POSITION,
+        "cluster",
         "node",
         "controller_epoch",
         F.explode("gone").alias("broker"),
         F.lit("end").alias("mark"),
     )
     per_broker = (
-        Window.partitionBy("node", "controller_epoch", "broker")
+        Window.partitionBy("cluster", "node", "controller_epoch", "broker")
         .orderBy(*ORDER)
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
@@ -167,6 +170,7 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
     )
     columns = [
         "ts",
+        "cluster",
         "node",
         "controller_epoch",
         "topic",

@@ -26,7 +26,7 @@ def one_leader_per_leader_epoch(events: DataFrame) -> CheckResult:
     from pyspark.sql import functions as F
 
     became = events.filter(F.col("kind") == "become_leader")
-    per_epoch = became.groupBy("topic", "partition", "leader_epoch").agg(
+    per_epoch = became.groupBy("cluster", "topic", "partition", "leader_epoch").agg(
         F.min("ts").alias("ts"), F.sort_array(F.collect_set("node")).alias("nodes")
     )
     violations = per_epoch.filter(F.size("nodes") > 1)
@@ -47,7 +47,7 @@ def incarnations(events: DataFrame, *kinds: str) -> DataFrame:
     rows = events.filter(F.col("kind").isin(*kinds, "topic_deleted")).withColumn(
         "deleted", (F.col("kind") == "topic_deleted").cast("int")
     )
-    so_far = Window.partitionBy("topic").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    so_far = Window.partitionBy("cluster", "topic").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
     counted = rows.withColumn(
         "incarnation", F.when(F.col("topic").isNotNull(), F.sum("deleted").over(so_far))
     )
@@ -62,14 +62,23 @@ def leader_epochs_grow(events: DataFrame) -> CheckResult:
 
     changes = incarnations(events, "leader_and_isr_change")
     before = (
-        Window.partitionBy("topic", "partition", "incarnation")
+        Window.partitionBy("cluster", "topic", "partition", "incarnation")
         .orderBy(*ORDER)
         .rowsBetween(Window.unboundedPreceding, -1)
     )
     violations = (
         changes.withColumn("highest_before", F.max("leader_epoch").over(before))
         .filter(F.col("leader_epoch") < F.col("highest_before"))
-        .select("ts", "node", "topic", "partition", "leader_epoch", "highest_before", "controller_epoch")
+        .select(
+            "ts",
+            "cluster",
+            "node",
+            "topic",
+            "partition",
+            "leader_epoch",
+            "highest_before",
+            "controller_epoch",
+        )
     )
     counts = tally({"changes": changes, "violations": violations})
     if not counts["changes"]:
@@ -95,15 +104,26 @@ def no_older_controller_obeyed(events: DataFrame) -> CheckResult:
             & F.col("controller_epoch").isNotNull()
         )
     ).withColumn("started", (F.col("kind") == "broker_started").cast("int"))
-    so_far = Window.partitionBy("node").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    so_far = Window.partitionBy("cluster", "node").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
     applied = rows.withColumn("generation", F.sum("started").over(so_far)).filter(F.col("started") == 0)
     before = (
-        Window.partitionBy("node", "generation").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, -1)
+        Window.partitionBy("cluster", "node", "generation")
+        .orderBy(*ORDER)
+        .rowsBetween(Window.unboundedPreceding, -1)
     )
     violations = (
         applied.withColumn("highest_before", F.max("controller_epoch").over(before))
         .filter(F.col("controller_epoch") < F.col("highest_before"))
-        .select("ts", "node", "api", "correlation_id", "controller_id", "controller_epoch", "highest_before")
+        .select(
+            "ts",
+            "cluster",
+            "node",
+            "api",
+            "correlation_id",
+            "controller_id",
+            "controller_epoch",
+            "highest_before",
+        )
     )
     counts = tally({"applied": applied, "violations": violations})
     if not counts["applied"]:

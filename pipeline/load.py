@@ -2,7 +2,12 @@
 
 Every ``events.jsonl`` under the directory (daemons at ``DIR/<node>/``, chaos runs at
 ``DIR/chaos/<run>/``) and every ``DIR/chaos/<run>/history.jsonl`` is read as text and parsed with one
-explicit schema. The schema names only the fields the audit uses: kinds disagree on the type of some
+explicit schema. The directory may also hold several clusters (a campaign's ``DIR/seed-N/``, a night
+of CI): each line is placed in its *cluster*, the directory its node or ``chaos`` directory is in
+(``.`` for DIR itself), and every check keys on it, since node names, broker ids, epochs and czxids
+repeat from one cluster to the next. A run of another cluster than ``.`` is named ``<cluster>/<run>``.
+
+The schema names only the fields the audit uses: kinds disagree on the type of some
 fields they do not share (``partitions`` is a count in ``failover_complete`` and a list in
 ``partitions_added``), and a schema inferred over all kinds would turn those into strings or corrupt rows.
 
@@ -13,6 +18,8 @@ fields are still used.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +32,10 @@ EVENTS_FILE = "events.jsonl"
 HISTORY_FILE = "history.jsonl"
 CHAOS_DIR = "chaos"
 CORRUPT = "_corrupt_record"
+EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC)
+"""The start of a run whose first line cannot be read: before any --since."""
+ROOT_CLUSTER = "."
+"""The cluster whose node directories are the audited directory's own."""
 MAX_MALFORMED_EXAMPLES = 5
 MALFORMED_TEXT_CHARS = 200
 
@@ -71,6 +82,7 @@ FIELDS: list[tuple[str, str]] = [
     ("api_version", "bigint"),
     ("listener", "string"),
     ("control_plane_listener", "string"),
+    ("min_insync_replicas", "bigint"),
     ("queue_ms", "double"),
     ("handle_ms", "double"),
     ("correlation_id", "bigint"),
@@ -103,10 +115,31 @@ class InputError(Exception):
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where a file's lines belong: their cluster, and the chaos run (its report name) if any."""
+
+    cluster: str
+    run: str | None = None
+
+
+@dataclass(frozen=True)
 class Inputs:
     root: Path
     event_files: list[Path]
     history_files: list[Path]
+    placements: dict[Path, Placement] = field(default_factory=dict)
+
+    def placement(self, path: Path) -> Placement:
+        return self.placements.get(path) or place(self.root, path)
+
+    @property
+    def clusters(self) -> list[str]:
+        return sorted({self.placement(p).cluster for p in (*self.event_files, *self.history_files)})
+
+    @property
+    def runs(self) -> list[str]:
+        names = (self.placement(p).run for p in (*self.event_files, *self.history_files))
+        return sorted({r for r in names if r is not None})
 
 
 @dataclass
@@ -123,23 +156,67 @@ class Logs:
         self.parsed.unpersist()
 
 
-def find_inputs(root: Path, run: str | None = None) -> Inputs:
-    """Every events.jsonl under ``root`` and every chaos history; with ``run``, no other run's files."""
+def place(root: Path, path: Path) -> Placement:
+    """``[CLUSTER/]chaos/RUN/FILE`` is run RUN of CLUSTER, ``[CLUSTER/]NODE/events.jsonl`` a daemon of it."""
+    parts = path.relative_to(root).parts
+    if len(parts) >= 3 and parts[-3] == CHAOS_DIR:
+        cluster = "/".join(parts[:-3]) or ROOT_CLUSTER
+        return Placement(cluster, parts[-2] if cluster == ROOT_CLUSTER else f"{cluster}/{parts[-2]}")
+    return Placement("/".join(parts[:-2]) or ROOT_CLUSTER)
+
+
+def find_inputs(
+    root: Path, run: str | None = None, *, since: dt.datetime | None = None, last: int | None = None
+) -> Inputs:
+    """Every events.jsonl under ``root`` and every chaos history, placed in their clusters and runs.
+
+    The filters choose chaos runs: ``run`` by name (``RUN`` or ``CLUSTER/RUN``), ``since`` those that
+    started then or later, ``last`` the latest N. With any of them, only the chosen runs' files are
+    read, with the daemon logs of the clusters they ran on (earlier elections and epochs are context
+    the checks need)."""
     root = root.resolve()
     if not root.is_dir():
         raise InputError(f"{root} is not a directory")
-    if run is not None and not (root / CHAOS_DIR / run).is_dir():
-        raise InputError(f"no chaos run {run!r} in {root / CHAOS_DIR}")
-
-    def wanted(path: Path) -> bool:
-        parts = path.relative_to(root).parts
-        return run is None or len(parts) != 3 or parts[0] != CHAOS_DIR or parts[1] == run
-
-    events = sorted(p for p in root.rglob(EVENTS_FILE) if p.is_file() and wanted(p))
+    events = sorted(p for p in root.rglob(EVENTS_FILE) if p.is_file())
     if not events:
         raise InputError(f"no {EVENTS_FILE} under {root}: is it a cluster directory?")
-    histories = sorted(p for p in (root / CHAOS_DIR).glob(f"*/{HISTORY_FILE}") if p.is_file() and wanted(p))
-    return Inputs(root, events, histories)
+    histories = sorted(
+        p for p in root.rglob(HISTORY_FILE) if p.is_file() and p.parent.parent.name == CHAOS_DIR
+    )
+    placements = {p: place(root, p) for p in (*events, *histories)}
+    if run is None and since is None and last is None:
+        return Inputs(root, events, histories, placements)
+    started = {
+        (pl.cluster, pl.run): run_start(p) or EARLIEST
+        for p, pl in placements.items()
+        if pl.run and p.name == EVENTS_FILE
+    }
+    chosen = [key for key in started if run is None or run in (key[1], key[1].rsplit("/", 1)[-1])]
+    if since is not None:
+        chosen = [key for key in chosen if started[key] >= since]
+    if last is not None:
+        chosen = sorted(chosen, key=lambda k: (started[k], k))[-last:] if last > 0 else []
+    if not chosen:
+        wanted = f"chaos run {run!r}" if run is not None else "chaos run"
+        raise InputError(f"no {wanted} under {root} matches the filters")
+    keep_runs = {r for _, r in chosen}
+    keep_clusters = {c for c, _ in chosen}
+
+    def kept(path: Path) -> bool:
+        pl = placements[path]
+        return pl.run in keep_runs if pl.run is not None else pl.cluster in keep_clusters
+
+    return Inputs(root, [p for p in events if kept(p)], [p for p in histories if kept(p)], placements)
+
+
+def run_start(events_file: Path) -> dt.datetime | None:
+    """A chaos run's start: the ``ts`` of its first event (``run_started``); None if unreadable."""
+    try:
+        with events_file.open(encoding="utf-8") as f:
+            first = json.loads(f.readline())
+        return dt.datetime.fromisoformat(first["ts"].replace("Z", "+00:00"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def ddl_schema() -> str:
@@ -173,12 +250,16 @@ def load(spark: SparkSession, inputs: Inputs) -> Logs:
         F.col("value").alias("_line"),
         F.from_json("value", ddl_schema(), {"columnNameOfCorruptRecord": CORRUPT}).alias("j"),
     ).select("file", "block", "eid", "_line", "j.*")
-    chaos = rf"^\Q{inputs.root}\E/{CHAOS_DIR}/([^/]+)/"
-    run_dir = F.regexp_extract("file", chaos + "[^/]+$", 1)
+    files = {str(p): inputs.placement(p) for p in (*inputs.event_files, *inputs.history_files)}
+    clusters = F.create_map(*[F.lit(x) for f, pl in files.items() for x in (f, pl.cluster)])
+    runs = F.create_map(*[F.lit(x) for f, pl in files.items() if pl.run for x in (f, pl.run)])
     parsed = parsed.withColumns(
         {
-            "run": F.when(run_dir != "", run_dir),
-            "history": F.col("file").rlike(chaos + HISTORY_FILE.replace(".", r"\.") + "$"),
+            "cluster": clusters[F.col("file")],
+            "run": runs[F.col("file")]
+            if any(pl.run for pl in files.values())
+            else F.lit(None).cast("string"),
+            "history": F.col("file").isin(*[str(p) for p in inputs.history_files]),
             "malformed": F.col("ts").isNull() | F.col("node").isNull() | F.col("kind").isNull(),
         }
     )

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.availability import availability
+from pipeline.availability import BY_FAULT, availability
 from pipeline.checks import broker_epochs_increase, one_controller_per_epoch, stale_requests_rejected
 from pipeline.epochs import broker_epochs_move_forward, partition_epochs_written_once
 from pipeline.isr import ineligible_never_in_isr
@@ -15,10 +15,10 @@ from pipeline.leadership import leader_epochs_grow, no_older_controller_obeyed, 
 from pipeline.load import Inputs, load
 from pipeline.parquet import write_parquet
 from pipeline.result import CheckResult
-from pipeline.stats import CLUSTER, run_windows, statistics
+from pipeline.stats import CLUSTER, cluster_scope, run_windows, statistics
 from pipeline.text import phrase, plural
 from pipeline.timeline import timelines
-from pipeline.workload import replicas_consistent, workload_no_duplicates, workload_no_loss
+from pipeline.workload import NO_LOSS, replicas_consistent, workload_no_duplicates, workload_no_loss
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,9 +56,12 @@ def audit(
         ]
         # Each run's time window: a scan of every history line, done once for all that scope by run.
         windows = run_windows(events, history).cache()
-        stats = statistics(events, history, windows)
-        figures = availability(events, windows)
+        clusters = inputs.clusters
+        stats = statistics(events, history, windows, clusters)
+        figures = availability(events, windows, clusters)
         stats[CLUSTER]["availability"] = figures.get(CLUSTER, {})
+        for name, cluster_stats in stats.get("clusters", {}).items():
+            cluster_stats["availability"] = figures.get(cluster_scope(name), {})
         for name, run_stats in stats["runs"].items():
             run_stats["availability"] = figures.get(name, {})
         tables = write_parquet(spark, parquet, events, history, checks) if parquet is not None else {}
@@ -74,6 +77,7 @@ def audit(
         "passed": all(c.passed for c in checks),
         "inputs": logs.summary,
         "checks": [c.to_dict() for c in checks],
+        "summary": summary(checks, stats, clusters),
         "stats": stats,
         **({"parquet": tables} if tables else {}),
         **({"html": str(html)} if html is not None else {}),
@@ -83,6 +87,38 @@ def audit(
 
         write_html(report, plotted, html)
     return report
+
+
+def summary(checks: list[CheckResult], stats: dict[str, Any], clusters: list[str]) -> dict[str, Any]:
+    """The view across runs, for a directory holding many (a night of CI): violations per check and
+    per cluster, the reaction-time figures per fault kind over every run, and one line per run."""
+    by_fault: dict[str, dict[str, Any]] = {}
+    for figure, keyed in stats[CLUSTER].get("availability", {}).items():
+        if figure in BY_FAULT:
+            for kind, figures in keyed.items():
+                by_fault.setdefault(kind, {})[figure] = figures
+    lost: dict[str, int] = next((c.details.get("lost_by_run", {}) for c in checks if c.name == NO_LOSS), {})
+    by_cluster: dict[str, dict[str, int]] = {}
+    for check in checks:
+        for cluster, count in check.details.get("violations_by_cluster", {}).items():
+            by_cluster.setdefault(cluster, {})[check.name] = count
+    return {
+        "clusters": clusters,
+        "runs": len(stats["runs"]),
+        "violations": {c.name: c.violations for c in checks if c.verdict != "skipped"},
+        **({"violations_by_cluster": by_cluster} if len(clusters) > 1 else {}),
+        "by_fault": dict(sorted(by_fault.items())),
+        "by_run": {
+            name: {
+                "faults": sum(run["faults"].values()),
+                "acked": run["acked"],
+                "failed": run["failed"],
+                "lost": lost.get(name, 0),
+                "produce_p99_ms": run["produce_latency_ms"]["all"]["p99"],
+            }
+            for name, run in stats["runs"].items()
+        },
+    }
 
 
 def write(report: dict[str, Any], path: Path) -> None:
@@ -120,6 +156,19 @@ def render(report: dict[str, Any], console: Console, out: Path) -> None:
             console.print(f"{check['name']}: {phrase(check['examples'][0])}{suffix}", soft_wrap=True)
         elif check["verdict"] == "skipped":
             console.print(f"{check['name']}: skipped, {check['details'].get('skipped', '')}", soft_wrap=True)
+    summary = report.get("summary", {})
+    if summary.get("runs", 0) > 1 or len(summary.get("clusters", [])) > 1:
+        failing = {
+            cluster: ", ".join(f"{name} {n}" for name, n in sorted(checks.items()))
+            for cluster, checks in summary.get("violations_by_cluster", {}).items()
+        }
+        where = "; ".join(f"{cluster}: {text}" for cluster, text in failing.items())
+        console.print(
+            f"across {plural(summary['runs'], 'chaos run')} in {plural(len(summary['clusters']), 'cluster')}"
+            f"{': violations in ' + where if where else ''}",
+            highlight=False,
+            soft_wrap=True,
+        )
     inputs = report["inputs"]
     read = [
         plural(inputs["event_files"], "event log"),

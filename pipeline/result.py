@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from pipeline.load import ROOT_CLUSTER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -55,14 +58,33 @@ def from_violations(
     count: int | None = None,
 ) -> CheckResult:
     """A result from a DataFrame holding one row per violation: counted (unless ``count`` is given), and
-    the first few in ``order`` kept as examples."""
+    the first few in ``order`` kept as examples. Violations in more than one cluster are also counted
+    per cluster (``violations_by_cluster``); an example names its cluster unless it is the directory's
+    own."""
     if count is None:
         count = violations.count() if checked else 0
     examples = rows(violations.orderBy(*order).limit(MAX_EXAMPLES)) if count else []
-    examples = [{k: v for k, v in example.items() if v is not None} for example in examples]
-    return CheckResult(
-        name, "failed" if count else "passed", checked, count, examples, details=dict(details or {})
-    )
+    examples = [
+        {k: v for k, v in example.items() if v is not None and not (k == "cluster" and v == ROOT_CLUSTER)}
+        for example in examples
+    ]
+    details = dict(details or {})
+    if count and "cluster" in violations.columns:
+        per_cluster = {r["cluster"]: r["count"] for r in violations.groupBy("cluster").count().collect()}
+        if set(per_cluster) != {ROOT_CLUSTER}:
+            details["violations_by_cluster"] = dict(sorted(per_cluster.items()))
+    return CheckResult(name, "failed" if count else "passed", checked, count, examples, details=details)
+
+
+def by_cluster(pairs: Iterable[tuple[str, Any]]) -> list[Any] | dict[str, list[Any]]:
+    """(cluster, value) pairs as a sorted list of values when all are the directory's own cluster,
+    else as cluster -> sorted values."""
+    grouped: dict[str, list[Any]] = {}
+    for cluster, value in pairs:
+        grouped.setdefault(cluster, []).append(value)
+    if set(grouped) <= {ROOT_CLUSTER}:
+        return sorted(grouped.get(ROOT_CLUSTER, []))
+    return {cluster: sorted(values) for cluster, values in sorted(grouped.items())}
 
 
 def tally(parts: dict[str, DataFrame]) -> dict[str, int]:

@@ -47,22 +47,32 @@ KEYED = ("leader_elections", "control_request_errors", "rpc_rejections", "faults
 """Metrics reported as a map from key (reason, error, fault) to count."""
 
 
-def statistics(events: DataFrame, history: DataFrame, windows: DataFrame) -> dict[str, Any]:
-    """``{"cluster": control stats, "runs": {run: workload stats with their "control" stats}}``;
-    ``windows`` is :func:`run_windows` (cached by the caller, which uses it for more than this)."""
+def statistics(
+    events: DataFrame, history: DataFrame, windows: DataFrame, clusters: list[str] | None = None
+) -> dict[str, Any]:
+    """``{"cluster": control stats, "runs": {run: workload stats with their "control" stats}}``, and
+    with more than one of ``clusters``, ``"clusters": {cluster: control stats}`` (``cluster`` is then
+    all of them together); ``windows`` is :func:`run_windows` (cached by the caller, which uses it for
+    more than this)."""
     runs = sorted(r["scope"] for r in windows.collect())
     in_runs = windows if runs else None
+    each = clusters if clusters is not None and len(clusters) > 1 else None
     daemons = events.filter(events["run"].isNull())
-    parts = [control_metrics(scoped(daemons, in_runs)), gap_metrics(scoped(controller_gaps(events), in_runs))]
+    parts = [
+        control_metrics(scoped(daemons, in_runs, each)),
+        gap_metrics(scoped(controller_gaps(events), in_runs, each)),
+    ]
     if runs:
         parts += [history_metrics(history), fault_metrics(fault_windows(events, windows))]
     measured = reduce(lambda a, b: a.unionByName(b), parts)
     scopes: dict[str, dict[str, Any]] = {CLUSTER: empty_control()}
+    for cluster in each or []:
+        scopes[cluster_scope(cluster)] = empty_control()
     for run in runs:
         scopes[run] = empty_workload() | {"control": empty_control()}
     for row in measured.groupBy("scope", "metric", "key").agg({"value": "sum"}).collect():
         stats = scopes[row["scope"]]
-        target = stats if row["metric"] not in CONTROL or row["scope"] == CLUSTER else stats["control"]
+        target = stats if row["metric"] not in CONTROL or "control" not in stats else stats["control"]
         value = round(row["sum(value)"], 3) if row["metric"] in SECONDS else int(row["sum(value)"])
         if row["metric"] in KEYED:
             target[row["metric"]][row["key"]] = value
@@ -76,8 +86,9 @@ def statistics(events: DataFrame, history: DataFrame, windows: DataFrame) -> dic
                 "p99": row["q"][1],
                 "max": row["max"],
             }
-    for row in control_latencies(scoped(handled_by_plane(events), in_runs)):
-        target = scopes[CLUSTER] if row["scope"] == CLUSTER else scopes[row["scope"]]["control"]
+    for row in control_latencies(scoped(handled_by_plane(events), in_runs, each)):
+        target = scopes[row["scope"]]
+        target = target.get("control", target)
         target["control_latency_ms"].setdefault(row["plane"], {})[row["api"]] = {
             "count": row["count"],
             **{
@@ -85,7 +96,15 @@ def statistics(events: DataFrame, history: DataFrame, windows: DataFrame) -> dic
                 for part in ("queue", "handle")
             },
         }
-    return {CLUSTER: scopes.pop(CLUSTER), "runs": scopes}
+    out: dict[str, Any] = {CLUSTER: scopes.pop(CLUSTER)}
+    if each:
+        out["clusters"] = {cluster: scopes.pop(cluster_scope(cluster)) for cluster in each}
+    return out | {"runs": scopes}
+
+
+def cluster_scope(cluster: str) -> str:
+    """The scope of one cluster's figures when the directory holds several."""
+    return f"{CLUSTER}:{cluster}"
 
 
 def empty_control() -> dict[str, Any]:
@@ -108,25 +127,34 @@ def empty_workload() -> dict[str, Any]:
 
 
 def run_windows(events: DataFrame, history: DataFrame) -> DataFrame:
-    """(scope, start, end) per chaos run: its first and last line in either of its files."""
+    """(scope, scope_cluster, start, end) per chaos run: its cluster, and its first and last line in
+    either of its files."""
     from pyspark.sql import functions as F
 
-    chaos = events.filter(F.col("run").isNotNull()).select("run", "ts")
-    lines = chaos.unionByName(history.select("run", "ts"))
-    return lines.groupBy(F.col("run").alias("scope")).agg(
+    chaos = events.filter(F.col("run").isNotNull()).select("run", "cluster", "ts")
+    lines = chaos.unionByName(history.select("run", "cluster", "ts"))
+    return lines.groupBy(F.col("run").alias("scope"), F.col("cluster").alias("scope_cluster")).agg(
         F.min("ts").alias("start"), F.max("ts").alias("end")
     )
 
 
-def scoped(df: DataFrame, windows: DataFrame | None) -> DataFrame:
-    """Each row once under ``cluster`` and once more under every run whose window holds its ``ts``."""
+def scoped(df: DataFrame, windows: DataFrame | None, clusters: list[str] | None = None) -> DataFrame:
+    """Each row once under ``cluster``, once more under every run of its cluster whose window holds its
+    ``ts``, and with ``clusters``, once more under its own cluster's scope (:func:`cluster_scope`)."""
     from pyspark.sql import functions as F
 
     everything = df.withColumn("scope", F.lit(CLUSTER))
+    if clusters:
+        everything = everything.unionByName(df.withColumn("scope", F.concat(F.lit(CLUSTER + ":"), "cluster")))
     if windows is None:
         return everything
-    inside = df.join(F.broadcast(windows), (df["ts"] >= windows["start"]) & (df["ts"] <= windows["end"]))
-    return everything.unionByName(inside.drop("start", "end"))
+    inside = df.join(
+        F.broadcast(windows),
+        (F.col("cluster") == F.col("scope_cluster"))
+        & (F.col("ts") >= F.col("start"))
+        & (F.col("ts") <= F.col("end")),
+    )
+    return everything.unionByName(inside.drop("scope_cluster", "start", "end"))
 
 
 def measurement(
@@ -202,15 +230,21 @@ def controller_gaps(events: DataFrame) -> DataFrame:
     marks = marks.when((kind == "fault_injected") & on_controller & fault.isin(*CONTROLLER_FAULTS), "fault")
     marks = marks.when((kind == "fault_healed") & on_controller & (fault == "pause"), "resumed")
     node = F.when(kind.startswith("fault_"), F.col("target")).otherwise(F.col("node"))
-    timeline = events.select("ts", node.alias("node"), marks.alias("mark")).filter(F.col("mark").isNotNull())
+    timeline = events.select("ts", "cluster", node.alias("node"), marks.alias("mark")).filter(
+        F.col("mark").isNotNull()
+    )
     mark = F.col("mark")
-    before = Window.orderBy("ts").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    after = Window.orderBy("ts").rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    in_cluster = Window.partitionBy("cluster").orderBy("ts")
+    before = in_cluster.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    after = in_cluster.rowsBetween(Window.currentRow, Window.unboundedFollowing)
     node_after = (
-        Window.partitionBy("node").orderBy("ts").rowsBetween(Window.currentRow, Window.unboundedFollowing)
+        Window.partitionBy("cluster", "node")
+        .orderBy("ts")
+        .rowsBetween(Window.currentRow, Window.unboundedFollowing)
     )
     marked = timeline.select(
         "ts",
+        "cluster",
         "node",
         "mark",
         F.last(F.when(mark == "elected", F.col("node")), ignorenulls=True).over(before).alias("active"),
@@ -219,7 +253,7 @@ def controller_gaps(events: DataFrame) -> DataFrame:
     )
     starts = marked.filter(mark.isin("resigned", "fault", "paused") & (F.col("node") == F.col("active")))
     closed = F.when(mark == "paused", F.least("elected", "resumed")).otherwise(F.col("elected"))
-    return starts.groupBy(closed.alias("closed")).agg(F.min("ts").alias("ts"))
+    return starts.groupBy("cluster", closed.alias("closed")).agg(F.min("ts").alias("ts"))
 
 
 def gap_metrics(gaps: DataFrame) -> DataFrame:
@@ -248,14 +282,14 @@ def history_metrics(history: DataFrame) -> DataFrame:
 
 
 def fault_windows(events: DataFrame, windows: DataFrame) -> DataFrame:
-    """(run, fault, target, start, end) per injected fault: until the first fault_healed of the same
+    """(run, cluster, fault, target, start, end) per injected fault: until the first fault_healed of the same
     fault on the same target; a kill or pause never healed lasts to the run's end, a bounce or restart
     INSTANT_FAULT_WINDOW_S. ``resume`` undoes a pause and opens no window."""
     from pyspark.sql import functions as F
 
     chaos = events.filter(F.col("run").isNotNull())
     injected = chaos.filter((F.col("kind") == "fault_injected") & (F.col("fault") != "resume")).select(
-        "run", "target", "fault", F.col("ts").alias("start")
+        "run", "cluster", "target", "fault", F.col("ts").alias("start")
     )
     healed = chaos.filter(F.col("kind") == "fault_healed").select(
         F.col("run").alias("h_run"),
@@ -271,14 +305,14 @@ def fault_windows(events: DataFrame, windows: DataFrame) -> DataFrame:
     )
     matched = (
         injected.join(healed, same, "left")
-        .groupBy("run", "target", "fault", "start")
+        .groupBy("run", "cluster", "target", "fault", "start")
         .agg(F.min("healed").alias("healed"))
     )
     run_end = windows.select(F.col("scope").alias("run"), F.col("end").alias("run_end"))
     instant_end = F.timestamp_micros(F.unix_micros("start") + int(INSTANT_FAULT_WINDOW_S * 1e6))
     lasting_end = F.when(F.col("fault").isin(*LASTING_FAULTS), F.col("run_end")).otherwise(instant_end)
     return matched.join(run_end, "run", "left").select(
-        "run", "fault", "target", "start", F.coalesce("healed", lasting_end).alias("end")
+        "run", "cluster", "fault", "target", "start", F.coalesce("healed", lasting_end).alias("end")
     )
 
 
@@ -338,7 +372,7 @@ def handled_by_plane(events: DataFrame) -> DataFrame:
     rows = events.filter(kind.isin("broker_started", "control_request_handled"))
     # "" marks a process without a control-plane listener, so that it is not skipped as a null.
     declared = F.when(kind == "broker_started", F.coalesce("control_plane_listener", F.lit("")))
-    so_far = Window.partitionBy("node").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    so_far = Window.partitionBy("cluster", "node").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
     control_listener = F.last(declared, ignorenulls=True).over(so_far)
     plane = (
         F.when(F.col("listener").isNull(), F.lit("unknown"))
@@ -348,7 +382,7 @@ def handled_by_plane(events: DataFrame) -> DataFrame:
     return (
         rows.withColumn("plane", plane)
         .filter(kind == "control_request_handled")
-        .select("ts", "api", "plane", "queue_ms", "handle_ms")
+        .select("ts", "cluster", "api", "plane", "queue_ms", "handle_ms")
     )
 
 

@@ -69,9 +69,11 @@ def timelines(events: DataFrame, history: DataFrame, windows: DataFrame) -> Time
 def _until_end(elections: DataFrame, windows: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    chosen = elections.select("ts", "node", "controller_epoch")
-    w = windows.select(F.col("scope").alias("run"), "end")
-    joined = chosen.join(F.broadcast(w), chosen["ts"] <= w["end"])
+    chosen = elections.select("ts", "cluster", "node", "controller_epoch")
+    w = windows.select(F.col("scope").alias("run"), "scope_cluster", "end")
+    joined = chosen.join(
+        F.broadcast(w), (chosen["cluster"] == w["scope_cluster"]) & (chosen["ts"] <= w["end"])
+    )
     return joined.select("run", "ts", "node", "controller_epoch").orderBy("run", "ts")
 
 
@@ -81,10 +83,12 @@ def _partition_states(events: DataFrame, windows: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     writes = events.filter(F.col("kind") == "leader_and_isr_change").select(
-        "ts", "topic", "partition", "leader", F.size("isr").alias("isr_size"), *ORDER[1:]
+        "ts", "cluster", "topic", "partition", "leader", F.size("isr").alias("isr_size"), *ORDER[1:]
     )
-    w = windows.select(F.col("scope").alias("run"), "start", "end")
-    joined = writes.join(F.broadcast(w), writes["ts"] <= w["end"])
+    w = windows.select(F.col("scope").alias("run"), "scope_cluster", "start", "end")
+    joined = writes.join(
+        F.broadcast(w), (writes["cluster"] == w["scope_cluster"]) & (writes["ts"] <= w["end"])
+    )
     latest_first = Window.partitionBy("run", "topic", "partition", F.col("ts") < F.col("start")).orderBy(
         F.col("ts").desc(), F.col("eid").desc()
     )

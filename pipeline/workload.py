@@ -148,17 +148,17 @@ REPLICAS = "replicas_consistent"
 
 
 def replicas_consistent(events: DataFrame) -> CheckResult:
-    """Every replica held its leader's batches up to the high watermark when the chaos run compared
-    them at its end (``replicas_verified``: the run reads the replicas' disks, which the logs do not
-    hold)."""
+    """Every replica held its leader's batches up to the high watermark when a chaos run compared them
+    at its end, or ``python -m cluster verify-replicas`` did (``replicas_verified``: both read the
+    replicas' disks, which the logs do not hold)."""
     from pyspark.sql import functions as F
 
     verified = events.filter(F.col("kind") == "replicas_verified")
     violations = verified.filter(F.size("divergences") > 0).select(
-        "ts", "run", F.explode("divergences").alias("divergence")
+        "ts", "cluster", "run", "node", F.explode("divergences").alias("divergence")
     )
     counts = tally({"runs": verified, "violations": violations})
     if not counts["runs"]:
-        return skipped(REPLICAS, "no chaos run compared its replicas")
+        return skipped(REPLICAS, "no chaos run or verify-replicas compared the replicas")
     checked = verified.agg(F.sum("partitions")).collect()[0][0] or 0
     return from_violations(REPLICAS, int(checked), violations, ["ts"], count=counts["violations"])
