@@ -58,7 +58,7 @@ test: install java clients
 	$(PY) -m pytest
 
 # The audit submitted to a real standalone Spark cluster (master and worker from the pyspark
-# distribution, on loopback) against a real chaos run; CI runs it after make test.
+# distribution, on loopback) against a real two-cluster chaos campaign; CI runs it after make test.
 spark-test: install java
 	$(PY) -m pytest -m spark_cluster tests/pipeline/test_spark_cluster.py
 
@@ -111,13 +111,17 @@ fuzz: install
 	$(PY) -m fuzz --seconds $(FUZZ_S)
 
 # RUNS chaos runs of CAMPAIGN_S seconds, each on a fresh cluster with the next seed (from FIRST_SEED);
-# the summary, with the worst availability per fault kind, is .run/campaign/campaign.json.
+# the summary, with the worst availability per fault kind, is .run/campaign/campaign.json; then every
+# cluster is audited together, with a page across the runs in .run/campaign/report.html.
 RUNS       ?= 20
 FIRST_SEED ?= 1
 CAMPAIGN_S ?= 120
 campaign: install java
-	$(PY) -m chaos campaign --dir .run/campaign --runs $(RUNS) --first-seed $(FIRST_SEED) \
-	  --duration $(CAMPAIGN_S) $(CHAOS_LAYOUT)
+	status=0; $(PY) -m chaos campaign --dir .run/campaign --runs $(RUNS) --first-seed $(FIRST_SEED) \
+	  --duration $(CAMPAIGN_S) $(CHAOS_LAYOUT) || status=$$?; \
+	audit=0; $(PY) -m pipeline audit --dir .run/campaign --html .run/campaign/report.html || audit=$$?; \
+	echo "the runs, drawn: $(CURDIR)/.run/campaign/report.html"; \
+	[ $$audit = 0 ] || exit $$audit; exit $$status
 
 # docker-compose.yml on a real Docker engine (docs/docker.md): installs and starts the engine as root,
 # builds local images (no registry needed; cached in .run/docker), starts the file, produces and

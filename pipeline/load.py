@@ -227,6 +227,10 @@ def load(spark: SparkSession, inputs: Inputs) -> Logs:
     """Read and parse every input once, and cache the result: every check reads it again."""
     from pyspark.sql import functions as F
 
+    from pipeline.session import fit_to
+
+    fit_to(spark, sum(p.stat().st_size for p in (*inputs.event_files, *inputs.history_files)))
+
     # Spark takes paths as Hadoop globs: brackets, braces, * and ? in a directory name are escaped.
     paths = [re.sub(r"([\\\[\]{}*?])", r"\\\1", str(p)) for p in (*inputs.event_files, *inputs.history_files)]
     # Spark names each file by a URL-encoded URI; decoded (a literal "+" kept) it is the path again.

@@ -1,8 +1,8 @@
 """``--parquet DIR``: what the audit read and found, as Parquet tables for Spark SQL or pandas.
 
 * ``DIR/events``: every daemon and chaos-runner line, parsed with the audit's schema (``pipeline.load``):
-  one column per field the audit uses, ``file`` (where the line came from) and ``run`` (the chaos run
-  directory it belongs to, null for the daemons' logs);
+  one column per field the audit uses, ``file`` (where the line came from), ``cluster`` and ``run``
+  (the chaos run it belongs to, null for the daemons' logs; ``pipeline.load`` names both);
 * ``DIR/history``: the chaos runs' workload lines, with the same columns;
 * ``DIR/findings``: one row per check and example violation (a check without one has a row with a null
   example): ``check``, ``verdict``, ``checked``, ``violations``, ``example`` and ``details`` (both as

@@ -106,7 +106,7 @@ def summary(checks: list[CheckResult], stats: dict[str, Any], clusters: list[str
         "clusters": clusters,
         "runs": len(stats["runs"]),
         "violations": {c.name: c.violations for c in checks if c.verdict != "skipped"},
-        **({"violations_by_cluster": by_cluster} if len(clusters) > 1 else {}),
+        **({"violations_by_cluster": dict(sorted(by_cluster.items()))} if len(clusters) > 1 else {}),
         "by_fault": dict(sorted(by_fault.items())),
         "by_run": {
             name: {

@@ -59,6 +59,24 @@ def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> S
     return spark
 
 
+SMALL_INPUT_BYTES = 64 * 1024 * 1024
+"""Logs below this (a local cluster's, a few chaos runs) are audited in a few hundred small jobs, where
+whole-stage code generation costs more in compiling than it saves, and a shuffle partition per core
+is only scheduling."""
+SMALL = {"spark.sql.codegen.wholeStage": "false", "spark.sql.shuffle.partitions": "1"}
+LARGE = {
+    "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.shuffle.partitions": CONF["spark.sql.shuffle.partitions"],
+}
+
+
+def fit_to(spark: SparkSession, input_bytes: int) -> None:
+    """``SMALL``'s settings for input below ``SMALL_INPUT_BYTES``, else ``LARGE``'s (a session may audit
+    both, as the tests' does)."""
+    for key, value in (SMALL if input_bytes < SMALL_INPUT_BYTES else LARGE).items():
+        spark.conf.set(key, value)
+
+
 def submitted() -> bool:
     """Whether ``spark-submit`` runs this driver: then its ``--master`` (a standalone cluster's
     ``spark://HOST:7077``, or its own default) decides, not ``local[2]``. spark-submit hands the

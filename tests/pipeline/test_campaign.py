@@ -5,6 +5,7 @@ windows (leaderless, under min ISR, without a controller, to full recovery) per 
 from __future__ import annotations
 
 import datetime as dt
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +141,25 @@ def test_the_summary_across_runs_and_clusters(campaign: dict[str, Any]) -> None:
     assert clusters["seed-1"]["controller_elections"] == 3
     assert clusters["seed-2"]["controller_elections"] == 3
     assert report["stats"]["cluster"]["controller_elections"] == 6
+
+
+def test_the_table_and_the_page_say_it_across_runs(campaign: dict[str, Any], tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from pipeline.html import page
+    from pipeline.report import render
+    from pipeline.timeline import Timelines
+
+    out = io.StringIO()
+    render(campaign["report"], Console(file=out, width=200), tmp_path / "audit.json")
+    assert (
+        "across 2 chaos runs in 2 clusters: violations in seed-1: replicas_consistent 1; "
+        "seed-2: one_controller_per_epoch 1"
+    ) in out.getvalue()
+    html = page(campaign["report"], Timelines([], []))
+    assert "<h2>Across runs</h2>" in html and "Per fault kind, over every run" in html
+    assert f"<a href='#seed-1/{RUN}'>seed-1/{RUN}</a>" in html
+    assert "fault_to_full_recovery_s" in html
 
 
 def test_availability_windows_per_fault_kind(campaign: dict[str, Any]) -> None:
