@@ -11,7 +11,10 @@ Peak memory is the largest sum of the resident sets of the process and every des
 among them), sampled every 0.2 s from /proc. Results go to bench/results/pipeline.json: per size, the
 seconds and peak RSS of both, the audit's rows per second, and the audit over the floor.
 
-    .venv/bin/python -m bench.pipeline [--rows 20000,1000000,10000000] [--keep DIR]
+    .venv/bin/python -m bench.pipeline [--rows 20000,1000000,10000000] [--keep DIR] [--dir CLUSTER_DIR]
+
+``--dir`` measures a directory that exists instead (a real chaos run's: the "small directory" of a
+local cluster), with the same two processes.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from bench.audit_logs import generate
 from bench.machine import machine, write_report
 
 OUT = Path(__file__).parent / "results" / "pipeline.json"
+DIR_OUT = OUT.with_name("pipeline-dir.json")
 SAMPLE_S = 0.2
 FLOOR = """
 import sys
@@ -103,6 +107,13 @@ def one_size(rows: int, directory: Path) -> dict[str, Any]:
     started = time.monotonic()
     written = generate(directory, rows)
     generated_s = time.monotonic() - started
+    return one_directory(
+        directory, {"history_rows": written["history_rows"], "generate_s": round(generated_s, 1)}
+    )
+
+
+def one_directory(directory: Path, described: dict[str, Any]) -> dict[str, Any]:
+    """The floor and the audit of ``directory``, after what ``described`` says of it."""
     log = directory.parent / f"{directory.name}-spark.log"
     floor, counted, _ = measured([sys.executable, "-c", FLOOR, str(directory), str(log)])
     report_file = directory.parent / f"{directory.name}-audit.json"
@@ -116,9 +127,8 @@ def one_size(rows: int, directory: Path) -> dict[str, Any]:
     lines = int(counted.strip())
     failed = [c["name"] for c in report["checks"] if c["verdict"] == "failed"]
     result = {
-        "history_rows": written["history_rows"],
+        **described,
         "lines": lines,
-        "generate_s": round(generated_s, 1),
         "floor": floor,
         "audit": audit,
         "audit_rows_per_s": round(lines / audit["seconds"]),
@@ -139,8 +149,13 @@ def main(argv: list[str] | None = None) -> int:
         "--rows", default="20000,1000000", help="history sizes, comma-separated (20000,1000000)"
     )
     parser.add_argument("--keep", type=Path, help="generate under this directory and keep it")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--dir", type=Path, help="measure this cluster directory instead of generated ones")
+    parser.add_argument("--out", type=Path, help=f"results (default {OUT}, with --dir {DIR_OUT})")
     args = parser.parse_args(argv)
+    if args.dir is not None:
+        result = one_directory(args.dir.resolve(), {"directory": str(args.dir)})
+        write_report(args.out or DIR_OUT, {"benchmark": "pipeline", "machine": machine(), "sizes": [result]})
+        return 0 if not result["checks_failed"] else 1
     sizes = [int(float(n)) for n in args.rows.split(",") if n]
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     try:
@@ -149,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
     write_report(
-        args.out,
+        args.out or OUT,
         {
             "benchmark": "pipeline",
             "machine": machine(),

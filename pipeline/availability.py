@@ -13,14 +13,17 @@
   ``election``), and on a controller to the next ``controller_elected``; within
   ``ELECTION_HORIZON_S``, else the fault caused none (a follower's bounce moves no leader);
 * windows, each keyed by the kind of the latest fault whose window (``pipeline.stats.fault_windows``)
-  holds its start, ``no_fault`` when none does: ``leaderless_window_s``, a partition without a leader
-  (from the write that set leader -1 to the next that set one); ``under_min_isr_window_s``, its ISR
+  holds its start, ``no_fault`` when none does: ``leaderless_window_s``, a partition without a working
+  leader, as ``chaos/availability.py`` has it: from a write that named none (-1), or from a fault that
+  took its leader down or cut it off, until a newer leader epoch is written, a broker takes its
+  leadership again (``become_leader``), or a holding fault (pause, isolate) is healed with that leader
+  still in place; spells that end at the same moment are one; ``under_min_isr_window_s``, its ISR
   below ``min.insync.replicas`` (the largest the brokers' ``broker_started`` lines give, else Kafka's
   default 1; topic overrides are not in the logs); ``controller_gap_s``, the cluster without a
   controller (``pipeline.stats.controller_gaps``). A window still open when the log ends is not one;
 * ``fault_to_full_recovery_s``, keyed by fault kind: from a fault to the end of the last spell it
-  started in which some partition was *degraded*: without a leader, or with an ISR smaller than the
-  largest that partition ever had (its replicas). A fault that degraded nothing has no figure; one
+  started in which some partition was *degraded*: without a working leader, or with an ISR smaller
+  than the largest that partition ever had (its replicas). A fault that degraded nothing has no figure; one
   whose spell never ended (the log stops first) neither.
 
 Each is reported per scope (the cluster, and each chaos run by the time of the figure's start) as
@@ -50,6 +53,11 @@ BY_FAULT = (
     "controller_gap_s",
 )
 """Figures keyed by fault kind, which the summary across runs lists per kind."""
+HOLDING = ("pause", "isolate", "isolate-zookeeper")
+"""Faults that hold a broker down or cut it off until healed (``chaos.availability.HOLDING``; the
+pipeline ships to a Spark cluster on its own, so the names are repeated here)."""
+DISABLING = ("kill", "bounce", "restart", *HOLDING)
+"""Faults after which a broker cannot serve as leader (``chaos.availability.DISABLING``)."""
 
 
 def availability(
@@ -63,10 +71,11 @@ def availability(
     from pyspark.sql import functions as F
 
     faults = fault_windows(events, windows)
-    partition_windows = partition_states(events)
+    states = partition_states(events)
     parts = [_bounce_detection(events), _failover(events), _failover_to_last_broker(events)]
-    parts += [_fault_to_first_election(events), _windows(partition_windows, controller_gaps(events), faults)]
-    parts.append(_full_recovery(partition_windows, faults))
+    leaderless = leaderless_spells(events, states, faults)
+    parts += [_fault_to_first_election(events), _windows(states, leaderless, controller_gaps(events), faults)]
+    parts.append(_full_recovery(states, leaderless, faults))
     each = clusters if clusters is not None and len(clusters) > 1 else None
     measured = scoped(reduce(lambda a, b: a.unionByName(b), parts), windows, each)
     rows = (
@@ -239,6 +248,9 @@ def partition_states(events: DataFrame) -> DataFrame:
     )
 
 
+SPELL = ("cluster", "topic", "partition", "start", "end")
+
+
 def partition_windows(states: DataFrame, condition: str) -> DataFrame:
     """(cluster, topic, partition, start, end) of each spell of ``condition``; ``end`` null while open."""
     from pyspark.sql import functions as F
@@ -274,15 +286,78 @@ def _attributed(spells: DataFrame, faults: DataFrame) -> DataFrame:
     )
 
 
-def _windows(states: DataFrame, gaps: DataFrame, faults: DataFrame) -> DataFrame:
+def leaderless_spells(events: DataFrame, states: DataFrame, faults: DataFrame) -> DataFrame:
+    """(cluster, topic, partition, start, end) of each spell without a working leader (the module
+    docstring): the writes' leader -1 spells with those that a disabling fault on the leader began;
+    spells of one partition ending at the same moment are one, from its earliest start."""
+    from pyspark.sql import functions as F
+
+    writes = events.filter((F.col("kind") == "leader_and_isr_change") & F.col("topic").isNotNull())
+    written = writes.select("ts", "cluster", "topic", "partition", "leader", "leader_epoch")
+    down = faults.filter(F.col("fault").isin(*DISABLING) & F.col("target").startswith("broker-")).select(
+        F.col("cluster").alias("f_cluster"),
+        F.regexp_extract("target", BROKER_NODE, 1).cast("bigint").alias("victim"),
+        F.col("start").alias("down"),
+        F.when(F.col("fault").isin(*HOLDING), F.col("end")).alias("healed"),
+    )
+    # Each partition's state as of each fault: the latest write before it.
+    before = written.join(
+        F.broadcast(down), (written["cluster"] == down["f_cluster"]) & (written["ts"] <= down["down"])
+    )
+    led = (
+        before.groupBy("cluster", "topic", "partition", "victim", "down", "healed")
+        .agg(F.max_by(F.struct("leader", "leader_epoch"), "ts").alias("state"))
+        .filter(F.col("state.leader") == F.col("victim"))
+        .select("cluster", "topic", "partition", "down", "healed", F.col("state.leader_epoch").alias("epoch"))
+    )
+    later = written.select(
+        F.col("cluster").alias("l_cluster"),
+        F.col("topic").alias("l_topic"),
+        F.col("partition").alias("l_partition"),
+        F.col("ts").alias("l_ts"),
+        F.when(F.col("leader") >= 0, F.col("leader_epoch")).alias("newer"),
+        F.lit(None).cast("bigint").alias("retaken"),
+    ).unionByName(
+        events.filter(F.col("kind") == "become_leader").select(
+            F.col("cluster").alias("l_cluster"),
+            F.col("topic").alias("l_topic"),
+            F.col("partition").alias("l_partition"),
+            F.col("ts").alias("l_ts"),
+            F.lit(None).cast("bigint").alias("newer"),
+            F.col("leader_epoch").alias("retaken"),
+        )
+    )
+    ends = (F.col("l_ts") > F.col("down")) & (
+        (F.col("newer") > F.col("epoch")) | (F.col("retaken") >= F.col("epoch"))
+    )
+    same = (
+        (led["cluster"] == later["l_cluster"])
+        & (led["topic"] == later["l_topic"])
+        & (led["partition"] == later["l_partition"])
+    )
+    taken_down = (
+        led.join(later, same & ends, "left")
+        .groupBy("cluster", "topic", "partition", "down", "healed")
+        .agg(F.min("l_ts").alias("ended"))
+        .select(
+            "cluster",
+            "topic",
+            "partition",
+            F.col("down").alias("start"),
+            F.least("ended", "healed").alias("end"),
+        )
+    )
+    spells = partition_windows(states, "leaderless").unionByName(taken_down)
+    return spells.groupBy("cluster", "topic", "partition", "end").agg(F.min("start").alias("start"))
+
+
+def _windows(states: DataFrame, leaderless: DataFrame, gaps: DataFrame, faults: DataFrame) -> DataFrame:
     from functools import reduce
 
     from pyspark.sql import functions as F
 
     spells = [
-        partition_windows(states, "leaderless").select(
-            "cluster", "start", "end", F.lit("leaderless_window_s").alias("figure")
-        ),
+        leaderless.select("cluster", "start", "end", F.lit("leaderless_window_s").alias("figure")),
         partition_windows(states, "under_min_isr").select(
             "cluster", "start", "end", F.lit("under_min_isr_window_s").alias("figure")
         ),
@@ -304,12 +379,12 @@ def _windows(states: DataFrame, gaps: DataFrame, faults: DataFrame) -> DataFrame
     )
 
 
-def _full_recovery(states: DataFrame, faults: DataFrame) -> DataFrame:
+def _full_recovery(states: DataFrame, leaderless: DataFrame, faults: DataFrame) -> DataFrame:
     """Degraded spells of whole clusters (some partition degraded), and each fault's last one."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    spells = partition_windows(states, "degraded")
+    spells = partition_windows(states, "degraded").unionByName(leaderless.select(*SPELL))
     # +1 when a partition's spell starts, -1 when it ends: the running sum is how many are degraded.
     steps = spells.select("cluster", F.col("start").alias("at"), F.lit(1).alias("step")).unionByName(
         spells.filter(F.col("end").isNotNull()).select(

@@ -23,8 +23,9 @@ PLANTED_IN = {"one_controller_per_epoch": "seed-2", "replicas_consistent": "seed
 
 def broken_and_mended(log: ClusterLog) -> dict[str, float]:
     """After a healthy life, a chaos run kills brokers 2, 3 and then 1 (min.insync.replicas 2): the
-    partitions fall under min ISR, partition 0 loses its leader; all three come back and the ISRs fill
-    up again. Returns the windows' lengths in seconds, by the scenario's clock."""
+    partitions fall under min ISR, then lose their leader, broker 1 (from the kill, before the
+    controller writes leader -1); all three come back and the ISRs fill up again. Returns the
+    windows' lengths in seconds, by the scenario's clock."""
     healthy_cluster(log)  # ends with partition 0 leaderless and both ISRs at [1]
     c1 = "controller-1"
     for broker in (1, 2, 3):
@@ -46,10 +47,11 @@ def broken_and_mended(log: ClusterLog) -> dict[str, float]:
     under = {0: log.clock}
     log.isr_write(c1, 3, 1, 1, [1], "replica 3 offline", leader_epoch=2, partition_epoch=9)
     under[1] = log.clock
-    log.chaos("fault_injected", fault="kill", target="broker-1", role="broker", detail=None)
+    leader_killed = log.chaos("fault_injected", fault="kill", target="broker-1", role="broker", detail=None)
+    log.wait(1)
     log.broker_change(c1, 3, {}, dead=(1,), previous={1: 10})
     log.isr_write(c1, 3, 0, -1, [1], "replica 1 offline", leader_epoch=3, partition_epoch=11)
-    leaderless = log.clock
+    log.isr_write(c1, 3, 1, -1, [1], "replica 1 offline", leader_epoch=3, partition_epoch=10)
     log.wait(2)
     for broker in (1, 2, 3):
         log.chaos("fault_healed", fault="kill", target=f"broker-{broker}", role="broker")
@@ -57,18 +59,22 @@ def broken_and_mended(log: ClusterLog) -> dict[str, float]:
         log.registered(broker, epoch)
     log.broker_change(c1, 3, {1: 60, 2: 62, 3: 64}, new=(1, 2, 3))
     log.isr_write(c1, 3, 0, 1, [1], "offline election", leader_epoch=4, partition_epoch=12)
-    led = log.clock
+    led = {0: log.clock}
+    log.isr_write(c1, 3, 1, 1, [1], "offline election", leader_epoch=4, partition_epoch=11)
+    led[1] = log.clock
     log.isr_write(c1, 3, 0, 1, [1, 2, 3], "AlterPartition from broker 1", leader_epoch=4, partition_epoch=13)
     filled = {0: log.clock}
-    log.isr_write(c1, 3, 1, 1, [1, 2, 3], "AlterPartition from broker 1", leader_epoch=2, partition_epoch=10)
+    log.isr_write(c1, 3, 1, 1, [1, 2, 3], "AlterPartition from broker 1", leader_epoch=4, partition_epoch=12)
     filled[1] = log.clock
     log.chaos("run_finished", run_id=RUN, acked=0, failed=0, consumed=0, duration_s=5.0)
 
     def s(a: dt.datetime, b: dt.datetime) -> float:
         return round((b - a).total_seconds(), 3)
 
+    killed = dt.datetime.fromisoformat(leader_killed["ts"])
     return {
-        "leaderless": s(leaderless, led),
+        "leaderless_0": s(killed, led[0]),
+        "leaderless_1": s(killed, led[1]),
         "under_min_isr_0": s(under[0], filled[0]),
         "under_min_isr_1": s(under[1], filled[1]),
         "full_recovery": s(dt.datetime.fromisoformat(injected["ts"]), filled[1]),
@@ -164,16 +170,17 @@ def test_the_table_and_the_page_say_it_across_runs(campaign: dict[str, Any], tmp
 
 def test_availability_windows_per_fault_kind(campaign: dict[str, Any]) -> None:
     """Leaderless and under-min-ISR windows are keyed by the fault whose window holds their start;
-    those that end the healthy life's last spells (no fault) are apart; full recovery runs from the
-    first kill to the last ISR filled up."""
+    those that end the healthy life's last spells (no fault) are apart. A partition is leaderless
+    from the kill of its leader, not from the controller's leader -1 a second later, to its election;
+    full recovery runs from the first kill to the last ISR filled up."""
     lengths = campaign["lengths"]
     figures = campaign["report"]["stats"]["clusters"]["seed-1"]["availability"]
     leaderless = figures["leaderless_window_s"]
     assert leaderless["kill"] == {
-        "count": 1,
-        "p50": lengths["leaderless"],
-        "p99": lengths["leaderless"],
-        "max": lengths["leaderless"],
+        "count": 2,
+        "p50": lengths["leaderless_0"],
+        "p99": lengths["leaderless_1"],
+        "max": lengths["leaderless_1"],
     }
     assert leaderless["no_fault"]["count"] == 1  # healthy_cluster's last write left partition 0 leaderless
     under = figures["under_min_isr_window_s"]
