@@ -20,6 +20,7 @@ pyspark's jars directory and ZooKeeper's binary tarball carry them.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import importlib.util
 import logging
@@ -31,6 +32,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -223,24 +225,41 @@ def _ephemeral_floor() -> int:
     return low
 
 
+HANDED_OUT_MEMORY = 2048
+"""How many ports this process remembers handing out: a port is free until the daemon told to use it
+binds it, so without memory a second call (the next daemon of the same cluster) could draw it again."""
+_handed_out: collections.deque[int] = collections.deque(maxlen=HANDED_OUT_MEMORY)
+_handed_out_lock = threading.Lock()
+
+
 def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
-    """Distinct free ports, drawn at random below the ephemeral range; every socket stays bound until
-    all are picked. Falls back to ``bind(0)`` where that range leaves too little room."""
+    """Distinct free ports, drawn at random below the ephemeral range and none handed out lately by
+    this process; every socket stays bound until all are picked. Falls back to ``bind(0)`` where that
+    range leaves too little room."""
     low, high = LISTEN_PORTS[0], min(LISTEN_PORTS[1], _ephemeral_floor())
     rng = random.SystemRandom()
-    with contextlib.ExitStack() as stack:
+    with _handed_out_lock, contextlib.ExitStack() as stack:
+        recent = set(_handed_out)
         ports: list[int] = []
         attempts = 0
         while len(ports) < count:
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             attempts += 1
             port = rng.randrange(low, high) if high - low > 1000 and attempts < 200 else 0
+            if port in recent:
+                continue
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((host, port))
             except OSError:
                 continue
-            ports.append(sock.getsockname()[1])
+            # SO_REUSEADDR lets two sockets that do not listen bind one port: distinct by bookkeeping.
+            chosen = sock.getsockname()[1]
+            if chosen in recent:
+                continue
+            recent.add(chosen)
+            ports.append(chosen)
+        _handed_out.extend(ports)
         return ports
 
 

@@ -218,3 +218,13 @@ def test_ensemble_elects_a_new_leader_when_the_leader_dies(tmp_path: Path) -> No
         finally:
             reader.stop()
             reader.close()
+
+
+def test_a_port_handed_out_is_not_handed_out_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port stays free until its daemon binds it, so the next call (the next daemon of the same
+    cluster) must not draw it: from a range of 1,200, two draws of 500 would overlap without memory."""
+    monkeypatch.setattr(local_server, "LISTEN_PORTS", (20_000, 21_200))
+    first = local_server.free_ports(500)
+    second = local_server.free_ports(500)
+    assert len(set(first)) == 500 and len(set(second)) == 500
+    assert not set(first) & set(second)
