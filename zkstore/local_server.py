@@ -245,8 +245,6 @@ def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
         while len(ports) < count:
             attempts += 1
             port = rng.randrange(low, high) if high - low > 1000 and attempts < 200 else 0
-            if port in recent:
-                continue
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
