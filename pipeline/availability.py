@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pipeline.load import ORDER
-from pipeline.stats import CLUSTER, LATENCY_QUANTILES, controller_gaps, fault_windows, scoped
+from pipeline.stats import CLUSTER, LATENCY_QUANTILES, controller_gaps, scoped, several
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -61,23 +61,21 @@ DISABLING = ("kill", "bounce", "restart", *HOLDING)
 
 
 def availability(
-    events: DataFrame, windows: DataFrame, clusters: list[str] | None = None
+    events: DataFrame, windows: DataFrame, faults: DataFrame, clusters: list[str] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Scope (``cluster``, a run of ``windows``, :func:`pipeline.stats.run_windows`, or with several
     ``clusters`` each one's :func:`pipeline.stats.cluster_scope`) -> figure -> key -> {count, p50,
-    p99, max}."""
+    p99, max}; ``faults`` is :func:`pipeline.stats.fault_windows`."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    faults = fault_windows(events, windows)
     states = partition_states(events)
     parts = [_bounce_detection(events), _failover(events), _failover_to_last_broker(events)]
     leaderless = leaderless_spells(events, states, faults)
     parts += [_fault_to_first_election(events), _windows(states, leaderless, controller_gaps(events), faults)]
     parts.append(_full_recovery(states, leaderless, faults))
-    each = clusters if clusters is not None and len(clusters) > 1 else None
-    measured = scoped(reduce(lambda a, b: a.unionByName(b), parts), windows, each)
+    measured = scoped(reduce(lambda a, b: a.unionByName(b), parts), windows, several(clusters))
     rows = (
         measured.groupBy("scope", "figure", "key")
         .agg(

@@ -15,7 +15,7 @@ from pipeline.leadership import leader_epochs_grow, no_older_controller_obeyed, 
 from pipeline.load import Inputs, load
 from pipeline.parquet import write_parquet
 from pipeline.result import CheckResult
-from pipeline.stats import CLUSTER, cluster_scope, run_windows, statistics
+from pipeline.stats import CLUSTER, cluster_scope, fault_windows, run_windows, statistics
 from pipeline.text import phrase, plural
 from pipeline.timeline import timelines
 from pipeline.workload import NO_LOSS, replicas_consistent, workload_no_duplicates, workload_no_loss
@@ -54,18 +54,21 @@ def audit(
             workload_no_duplicates(history),
             replicas_consistent(events),
         ]
-        # Each run's time window: a scan of every history line, done once for all that scope by run.
+        # Each run's time window (a scan of every history line) and its faults' windows, computed once
+        # for the statistics, the reaction times and the timelines.
         windows = run_windows(events, history).cache()
+        faults = fault_windows(events, windows).cache()
         clusters = inputs.clusters
-        stats = statistics(events, history, windows, clusters)
-        figures = availability(events, windows, clusters)
+        stats = statistics(events, history, windows, faults, clusters)
+        figures = availability(events, windows, faults, clusters)
         stats[CLUSTER]["availability"] = figures.get(CLUSTER, {})
         for name, cluster_stats in stats.get("clusters", {}).items():
             cluster_stats["availability"] = figures.get(cluster_scope(name), {})
         for name, run_stats in stats["runs"].items():
             run_stats["availability"] = figures.get(name, {})
         tables = write_parquet(spark, parquet, events, history, checks) if parquet is not None else {}
-        plotted = timelines(events, history, windows) if html is not None else None
+        plotted = timelines(events, history, windows, faults) if html is not None else None
+        faults.unpersist()
         windows.unpersist()
     finally:
         logs.release()

@@ -48,22 +48,26 @@ KEYED = ("leader_elections", "control_request_errors", "rpc_rejections", "faults
 
 
 def statistics(
-    events: DataFrame, history: DataFrame, windows: DataFrame, clusters: list[str] | None = None
+    events: DataFrame,
+    history: DataFrame,
+    windows: DataFrame,
+    faults: DataFrame,
+    clusters: list[str] | None = None,
 ) -> dict[str, Any]:
     """``{"cluster": control stats, "runs": {run: workload stats with their "control" stats}}``, and
     with more than one of ``clusters``, ``"clusters": {cluster: control stats}`` (``cluster`` is then
-    all of them together); ``windows`` is :func:`run_windows` (cached by the caller, which uses it for
-    more than this)."""
+    all of them together); ``windows`` is :func:`run_windows` and ``faults`` :func:`fault_windows`
+    (cached by the caller, which uses them for more than this)."""
     runs = sorted(r["scope"] for r in windows.collect())
     in_runs = windows if runs else None
-    each = clusters if clusters is not None and len(clusters) > 1 else None
+    each = several(clusters)
     daemons = events.filter(events["run"].isNull())
     parts = [
         control_metrics(scoped(daemons, in_runs, each)),
         gap_metrics(scoped(controller_gaps(events), in_runs, each)),
     ]
     if runs:
-        parts += [history_metrics(history), fault_metrics(fault_windows(events, windows))]
+        parts += [history_metrics(history), fault_metrics(faults)]
     measured = reduce(lambda a, b: a.unionByName(b), parts)
     scopes: dict[str, dict[str, Any]] = {CLUSTER: empty_control()}
     for cluster in each or []:
@@ -79,7 +83,7 @@ def statistics(
         else:
             target[row["metric"]] = value
     if runs:
-        for row in latencies(history, fault_windows(events, windows)):
+        for row in latencies(history, faults):
             scopes[row["run"]]["produce_latency_ms"][row["phase"]] = {
                 "count": row["count"],
                 "p50": row["q"][0],
@@ -102,9 +106,18 @@ def statistics(
     return out | {"runs": scopes}
 
 
+CLUSTER_SCOPE = CLUSTER + ":"
+"""Prefix of one cluster's scope (``cluster:seed-1``) when the directory holds several."""
+
+
 def cluster_scope(cluster: str) -> str:
-    """The scope of one cluster's figures when the directory holds several."""
-    return f"{CLUSTER}:{cluster}"
+    return CLUSTER_SCOPE + cluster
+
+
+def several(clusters: list[str] | None) -> list[str] | None:
+    """The clusters that get a scope each: all of them when there are several, else none (the one
+    cluster's figures are the ``cluster`` scope's)."""
+    return clusters if clusters is not None and len(clusters) > 1 else None
 
 
 def empty_control() -> dict[str, Any]:
@@ -145,7 +158,7 @@ def scoped(df: DataFrame, windows: DataFrame | None, clusters: list[str] | None 
 
     everything = df.withColumn("scope", F.lit(CLUSTER))
     if clusters:
-        everything = everything.unionByName(df.withColumn("scope", F.concat(F.lit(CLUSTER + ":"), "cluster")))
+        everything = everything.unionByName(df.withColumn("scope", F.concat(F.lit(CLUSTER_SCOPE), "cluster")))
     if windows is None:
         return everything
     inside = df.join(

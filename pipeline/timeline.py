@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.load import ORDER
-from pipeline.stats import fault_windows, handled_by_plane
+from pipeline.stats import handled_by_plane
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -47,15 +47,15 @@ class Timelines:
     """``plane``, ``api``, ``bin_ms`` (the bin's lower edge) and ``count``: queue plus handling time."""
 
 
-def timelines(events: DataFrame, history: DataFrame, windows: DataFrame) -> Timelines:
-    """``windows``: :func:`pipeline.stats.run_windows`."""
+def timelines(events: DataFrame, history: DataFrame, windows: DataFrame, faults: DataFrame) -> Timelines:
+    """``windows``: :func:`pipeline.stats.run_windows`; ``faults``: :func:`pipeline.stats.fault_windows`."""
     from pyspark.sql import functions as F
 
     runs = {
         r["scope"]: RunTimeline(r["scope"], r["start"], r["end"]) for r in windows.orderBy("start").collect()
     }
     if runs:
-        for row in fault_windows(events, windows).orderBy("start").collect():
+        for row in faults.orderBy("start").collect():
             runs[row["run"]].faults.append(row.asDict())
         for row in _until_end(events.filter(F.col("kind") == "controller_elected"), windows).collect():
             runs[row["run"]].elections.append(row.asDict())

@@ -261,7 +261,7 @@ def test_how_fast_the_control_plane_reacted(audited: dict[str, Any]) -> None:
 def test_control_request_latency_by_plane_and_api(cluster_log: ClusterLog, read: Any) -> None:
     """KIP-291 measured from the logs: requests on a broker's control-plane listener apart from those
     that shared the data plane's queue."""
-    from pipeline.stats import run_windows, statistics
+    from pipeline.stats import fault_windows, run_windows, statistics
 
     log = cluster_log
     log.emit("broker-1", "broker_started", broker_id=1, broker_epoch=10, control_plane_listener="CONTROLLER")
@@ -281,7 +281,8 @@ def test_control_request_latency_by_plane_and_api(cluster_log: ClusterLog, read:
     log.handled(2, 12, max_broker_epoch=12)  # a line from before handled lines named their listener
     logs = read(log)
     windows = run_windows(logs.events, logs.history)
-    latency = statistics(logs.events, logs.history, windows)["cluster"]["control_latency_ms"]
+    faults = fault_windows(logs.events, windows)
+    latency = statistics(logs.events, logs.history, windows, faults)["cluster"]["control_latency_ms"]
     assert latency == {
         "control": {
             "LeaderAndIsr": {
