@@ -54,8 +54,8 @@ import uvloop
 from bench.codec import topic_states
 from bench.machine import machine, write_report
 from bench.zookeeper import zookeeper_workdir
-from daemon.connection import KafkaConnection
 from daemon.runtime import die_with_parent
+from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode, encode_request, epoch_field
 from protocol.record_batch import build_batch
 from zkstore import znodes

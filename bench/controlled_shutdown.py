@@ -30,12 +30,12 @@ from bench.failover import ControllerRun, cpu_seconds, event_time, peak_rss_mib,
 from bench.machine import machine, write_report
 from bench.zk_populate import Cluster, ensure_chroot, populate
 from bench.zookeeper import zookeeper_workdir
-from daemon.connection import KafkaConnection
+from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
+from zkserver.local_server import ZooKeeperServer
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many
-from zkstore.local_server import ZooKeeperServer
 
 BROKERS = (1, 2, 3)
 SHUTTING_DOWN = 1

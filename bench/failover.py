@@ -52,10 +52,10 @@ from bench.zookeeper import zookeeper_workdir
 from cluster.secure import SecureCluster
 from daemon.runtime import die_with_parent
 from security.config import ClientSecurity
+from zkserver.local_server import ZooKeeperServer
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many
-from zkstore.local_server import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[1]
 CONTROL_APIS = ("LeaderAndIsr", "UpdateMetadata")

@@ -73,14 +73,14 @@ from bench.machine import machine, write_report
 from bench.zk_populate import ensure_chroot
 from bench.zookeeper import zookeeper_workdir
 from controller.request_batch import SECURITY_PROTOCOL_IDS
-from daemon.connection import KafkaConnection
+from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from protocol.registry import message_codec
 from security.config import ClientSecurity
+from zkserver.local_server import ZooKeeperServer
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.election import try_elect
-from zkstore.local_server import ZooKeeperServer
 
 MODES = ("plaintext", "ssl")
 NEW_CONNECTIONS = 20

@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from zkstore.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
+from zkserver.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
 
 
 def jvm_opts(heap: str) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from itertools import groupby
 from typing import Any, TypeVar
 
+from authorizer.acl_authorizer import AclAuthorizer
 from broker.network import Request
 from broker.on_loop import answer_on_loop
 from protocol import ErrorCode
@@ -31,7 +32,6 @@ from security.acl import (
     ResourceType,
     validate_pattern,
 )
-from security.authorizer import AclAuthorizer
 from zkstore import acls as store
 from zkstore.aio import AsyncZooKeeper
 

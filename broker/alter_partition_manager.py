@@ -25,8 +25,8 @@ from typing import Any
 from kazoo.exceptions import NoNodeError
 
 from broker.controller_address import ControllerEndpoint
-from daemon.connection import KafkaConnection
 from daemon.supervision import start_supervised
+from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper

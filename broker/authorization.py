@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from authorizer.acl_authorizer import AclAuthorizer
 from protocol import CONTROL_APIS, ApiKey, ErrorCode, error_entries, error_response_body
 from security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from security.authorizer import AclAuthorizer
 
 __all__ = ["Denial", "Gate", "RequestAuthorizer"]
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from authorizer.acl_authorizer import AUTHORIZER_KEYS, AuthorizerSettings
 from broker.group.config import GroupConfig
 from daemon.config import (
     CONNECTIONS_MAX_IDLE_MS,
@@ -31,8 +32,6 @@ from daemon.config import (
     load_config,
     parse_listeners,
 )
-from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
-from security.authorizer import AUTHORIZER_KEYS, AuthorizerSettings
 from security.config import (
     LISTENER_SECURITY_PROTOCOL_MAP,
     SECURITY_KEYS,
@@ -43,6 +42,7 @@ from security.config import (
     protocol_name,
     security_protocols,
 )
+from zkstore.client_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
 from zkstore.security import ZkSecurity
 from zkstore.znodes import Endpoint
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
-from daemon.connection import KafkaConnection
+from network.connection import KafkaConnection
 from security.config import ClientSecurity
 
 __all__ = ["ControllerAddress", "ControllerEndpoint"]

@@ -22,8 +22,8 @@ from broker.authorization import Denial
 from broker.log import AppendInfo
 from broker.network import Request, RequestChannel
 from broker.replica_manager import ReplicaManager
-from daemon.connection_quotas import connections_closed_meter
 from daemon.metrics import Metrics
+from network.connection_quotas import connections_closed_meter
 from protocol import ApiKey, ErrorCode
 from protocol.registry import api_spec
 

@@ -31,8 +31,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.connection_quotas import ConnectionQuotas
 from daemon.frames import StreamEnded, TruncatedFrame, read_frame
+from network.connection_quotas import ConnectionQuotas
+from network.handshake import HANDSHAKE_TIMEOUT_S, AuthenticationFailed, CredentialLookup, authenticate
 from protocol import (
     FrameTooLarge,
     ProtocolError,
@@ -41,7 +42,6 @@ from protocol import (
     decode_request_header,
 )
 from security.config import ListenerSecurity
-from security.handshake import HANDSHAKE_TIMEOUT_S, AuthenticationFailed, CredentialLookup, authenticate
 from security.principal import ANONYMOUS
 
 log = logging.getLogger("broker.network")

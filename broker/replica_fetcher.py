@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.partition import Partition
-from daemon.connection import BlockingConnection
+from network.connection import BlockingConnection
 from protocol import ApiKey, CorruptRecordBatch, ErrorCode
 from security.config import ClientSecurity
 from zkstore.znodes import TopicPartition

@@ -21,6 +21,7 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from authorizer.acl_authorizer import AclAuthorizer
 from broker.acl_apis import AclApis
 from broker.admin_apis import AdminApis
 from broker.alter_partition_manager import AlterPartitionManager
@@ -49,17 +50,16 @@ from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager
 from broker.topic_configs import TopicConfigStore, log_config_for
 from daemon.config import advertised
-from daemon.connection_quotas import ConnectionQuotas
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.supervision import start_supervised
-from daemon.zookeeper_metrics import ZooKeeperClientMetrics
+from network.connection_quotas import ConnectionQuotas
 from protocol import CONTROL_APIS, ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
-from security.authorizer import AclAuthorizer
 from security.sasl import ScramCredential
 from zkstore import admin, znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.batch_read import get_data_many
+from zkstore.client_metrics import ZooKeeperClientMetrics
 from zkstore.registration import register_broker
 from zkstore.users import read_scram_credential
 from zkstore.znodes import TopicPartition

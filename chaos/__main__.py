@@ -32,8 +32,8 @@ from cluster.lifecycle_cli import add_dir_option, fail
 from cluster.processes import DaemonError
 from deploy.compose import COMPOSE_FILE, Compose
 from deploy.engine import EngineError
+from zkserver.local_server import LocalServerError
 from zkstore.admin import AdminError
-from zkstore.local_server import LocalServerError
 
 COMPOSE_DIR = Path(".run/compose")
 """``--dir`` of a run with ``--compose`` unless given."""

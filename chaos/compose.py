@@ -52,9 +52,9 @@ from deploy.compose import (
     zookeeper_id,
 )
 from deploy.engine import EngineError, docker
+from zkserver.local_server import server_mode
 from zkstore import admin
 from zkstore.aio import AsyncZooKeeper
-from zkstore.local_server import server_mode
 from zkstore.znodes import Endpoint
 
 __all__ = ["ComposeCluster", "ComposeInjector"]

@@ -26,10 +26,10 @@ from kazoo.exceptions import KazooException
 
 from cluster import kafka_flags, launcher
 from daemon.config import ConfigError, parse_properties
-from daemon.zookeeper_config import load_zk_security
 from zkstore import admin, znodes
 from zkstore.admin import AdminError
 from zkstore.aio import AsyncZooKeeper
+from zkstore.client_config import load_zk_security
 
 __all__ = [
     "ConsumedRecord",

@@ -13,9 +13,9 @@ from functools import partial
 from pathlib import Path
 
 from broker.config import KEYS as BROKER_KEYS
+from cluster.doc_pages import page_command
 from controller.config import KEYS as CONTROLLER_KEYS
 from daemon.config import reference_table
-from daemon.doc_pages import page_command
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 TABLES = {"controller": CONTROLLER_KEYS, "broker": BROKER_KEYS}

@@ -29,10 +29,7 @@ from cluster import monitor, netns
 from cluster.netns import Network
 from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
 from cluster.secure import SecureCluster
-from daemon.zookeeper_config import load_zk_security
-from zkstore import admin, znodes
-from zkstore.aio import AsyncZooKeeper
-from zkstore.local_server import (
+from zkserver.local_server import (
     LOOPBACK,
     ZooKeeperEnsemble,
     ZooKeeperProcess,
@@ -41,6 +38,9 @@ from zkstore.local_server import (
     find_free_port,
     server_mode,
 )
+from zkstore import admin, znodes
+from zkstore.aio import AsyncZooKeeper
+from zkstore.client_config import load_zk_security
 from zkstore.security import ZkSecurity
 
 STATE_FILE = "cluster.json"

@@ -1,7 +1,7 @@
 """A local Prometheus beside a local cluster (``python -m cluster up --monitor``).
 
 It scrapes every daemon's ``/metrics`` with the jobs of the compose file's Prometheus (``controllers``,
-``brokers``), and ZooKeeper through ``python -m zkstore.exporter`` (job ``zookeeper``), and evaluates
+``brokers``), and ZooKeeper through ``python -m zkserver.exporter`` (job ``zookeeper``), and evaluates
 the same alert rules (``deploy/prometheus/rules/``), so that a user without Docker can run the queries
 of the Grafana dashboard and watch the alerts. The binary is Debian's
 ``prometheus`` package (``make clients`` installs it as root); without it ``--monitor`` says so.
@@ -83,7 +83,7 @@ def configure(directory: Path, state: dict[str, Any], rules: Path = RULES) -> Pa
 
 
 def start_exporter(directory: Path, state: dict[str, Any], port: int) -> dict[str, Any]:
-    """``python -m zkstore.exporter`` for every ZooKeeper server of ``state`` on ``127.0.0.1:port``;
+    """``python -m zkserver.exporter`` for every ZooKeeper server of ``state`` on ``127.0.0.1:port``;
     returns its ``cluster.json`` entry. It asks ``mntr`` on the plaintext client ports."""
     servers = ",".join(
         f"{p.get('address', '127.0.0.1')}:{p['port']}" for p in state["processes"] if p["role"] == "zookeeper"
@@ -91,7 +91,7 @@ def start_exporter(directory: Path, state: dict[str, Any], port: int) -> dict[st
     log = directory / "zookeeper-exporter.log"
     with log.open("ab") as out:
         child = subprocess.Popen(
-            [sys.executable, "-m", "zkstore.exporter", "--zookeeper", servers, "--host", "127.0.0.1",
+            [sys.executable, "-m", "zkserver.exporter", "--zookeeper", servers, "--host", "127.0.0.1",
              "--port", str(port)],
             cwd=REPO,
             stdout=out,

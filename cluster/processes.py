@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
-from daemon.connection import KafkaConnection
+from network.connection import KafkaConnection
 from protocol import ApiKey
 from security.config import ClientSecurity
 from zkstore import znodes

@@ -44,10 +44,10 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import NameOID
 
 from cluster.secure import MECHANISM, PROTOCOL_MAP, SecureCluster, write_private
-from daemon.zookeeper_config import load_zk_security
 from security.certs import DEFAULT_HOSTS, CertificateAuthority
 from security.sasl import derive_credential
 from zkstore.aio import AsyncZooKeeper
+from zkstore.client_config import load_zk_security
 from zkstore.users import set_scram_credential
 
 __all__ = [

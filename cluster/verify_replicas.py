@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cluster import launcher
-from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
+from network.connection import KafkaConnection
 from protocol import ApiKey, CorruptRecordBatch, ErrorCode
 from protocol.record_batch import parse_batches
 from zkstore import admin, znodes

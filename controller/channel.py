@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.request_batch import OutgoingRequest
-from daemon.connection import KafkaConnection
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics, Timer
 from daemon.supervision import start_supervised
+from network.connection import KafkaConnection
 from protocol import CONTROL_APIS, ErrorCode
 from protocol.registry import api_spec
 from security.config import ClientSecurity

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from authorizer.acl_authorizer import AUTHORIZER_KEYS, AuthorizerSettings
 from controller.request_batch import EpochProtocol
 from daemon.config import (
     CONNECTIONS_MAX_IDLE_MS,
@@ -38,8 +39,6 @@ from daemon.config import (
     load_config,
     parse_listeners,
 )
-from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
-from security.authorizer import AUTHORIZER_KEYS, AuthorizerSettings
 from security.config import (
     LISTENER_SECURITY_PROTOCOL_MAP,
     PROTOCOLS,
@@ -50,6 +49,7 @@ from security.config import (
     listener_security,
     security_protocols,
 )
+from zkstore.client_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
 from zkstore.security import ZkSecurity
 from zkstore.znodes import Endpoint
 

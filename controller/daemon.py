@@ -11,19 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from authorizer.acl_authorizer import AclAuthorizer
 from controller.config import ControllerConfig
 from controller.controller import Controller
 from controller.metrics import ControllerMetrics
 from daemon.config import advertised
-from daemon.connection_quotas import ConnectionQuotas, connections_closed_meter
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
-from daemon.server import RequestServer, current_request
-from daemon.zookeeper_metrics import ZooKeeperClientMetrics
+from network.connection_quotas import ConnectionQuotas, connections_closed_meter
+from network.server import RequestServer, current_request
 from protocol import ApiKey, ErrorCode, RequestHeader, error_response_body
 from security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from security.authorizer import AclAuthorizer
 from security.sasl import ScramCredential
+from zkstore.client_metrics import ZooKeeperClientMetrics
 from zkstore.users import read_scram_credential
 
 FORWARDED_APIS = frozenset(

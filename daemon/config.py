@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zkstore.znodes import Endpoint
+from daemon.endpoint import Endpoint
 
 __all__ = [
     "REQUIRED",

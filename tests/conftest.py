@@ -20,8 +20,8 @@ from kazoo.security import make_digest_acl_credential
 from cluster import launcher
 from tests.support.cluster import SECURITY_MODES, cluster
 from tests.support.zookeeper import session
+from zkserver.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
 from zkstore.aio import AsyncZooKeeper
-from zkstore.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
 
 __all__ = ["cluster"]  # the shared process-test fixture, offered to every test package
 

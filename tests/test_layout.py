@@ -1,4 +1,4 @@
-"""The layout the docs promise: no import circles, and a controller core that does no I/O.
+"""The layout the docs promise: packages on floors, no import circles, a controller core without I/O.
 
 Both are read off the source with ``ast``, so they hold for imports under ``TYPE_CHECKING`` too
 (a circle there still means two modules that cannot be understood apart).
@@ -15,19 +15,30 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = (
-    "protocol",
-    "security",
-    "zkstore",
-    "controller",
-    "broker",
-    "daemon",
-    "cluster",
-    "chaos",
-    "pipeline",
-    "bench",
-    "deploy",
-)
+FLOORS: dict[str, int] = {
+    "protocol": 0,
+    "daemon": 1,
+    "placement": 1,
+    "security": 2,
+    "network": 3,
+    "zkstore": 4,
+    "authorizer": 5,
+    "controller": 6,
+    "broker": 6,
+    "zkserver": 7,
+    "cluster": 8,
+    "deploy": 8,
+    "chaos": 9,
+    "bench": 9,
+    "pipeline": 9,
+    "fuzz": 9,
+}
+"""Each package's floor: a module may import only from its own package or from a lower floor.
+
+Packages on one floor know nothing of each other (the two daemons, say). ``docs/architecture.md`` draws
+this table; :func:`test_the_architecture_page_draws_these_floors` keeps the two the same.
+"""
+PACKAGES = tuple(FLOORS)
 
 PURE_CONTROLLER_CORE = (
     "controller.broker_change",
@@ -112,6 +123,55 @@ def test_the_project_has_no_import_circle() -> None:
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
 
 
+def upward_imports(graph: dict[str, set[str]], floors: dict[str, int]) -> list[str]:
+    """Every import of a module from a package on the same or a higher floor, as ``a -> b`` lines."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        home = source.split(".")[0]
+        for target in sorted(targets):
+            there = target.split(".")[0]
+            if there != home and floors[there] >= floors[home]:
+                found.append(f"{source} -> {target} (floor {floors[home]} -> {floors[there]})")
+    return found
+
+
+def test_packages_import_only_from_lower_floors() -> None:
+    """Package level, every import counted: module level, inside functions and under ``TYPE_CHECKING``."""
+    upward = upward_imports(project_graph(), FLOORS)
+    assert not upward, "imports that do not go down a floor:\n" + "\n".join(upward)
+
+
+def test_every_package_has_a_floor() -> None:
+    packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests"}
+    assert packages == set(FLOORS), f"packages without a floor: {sorted(packages - set(FLOORS))}"
+
+
+def test_the_floor_check_finds_an_upward_import() -> None:
+    graph = {"low.a": {"high.b"}, "high.b": {"low.c"}, "low.c": set(), "side.d": {"peer.e"}, "peer.e": set()}
+    floors = {"low": 0, "high": 1, "side": 2, "peer": 2}
+    assert upward_imports(graph, floors) == [
+        "low.a -> high.b (floor 0 -> 1)",
+        "side.d -> peer.e (floor 2 -> 2)",
+    ]
+
+
+def floors_drawn(page: str) -> dict[str, int]:
+    """The floors table of ``docs/architecture.md``: rows ``| N | `pkg/`, `pkg/` | ... |``."""
+    section = page.split("<!-- floors -->")[1].split("<!-- /floors -->")[0]
+    drawn: dict[str, int] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            for name in cells[1].split(","):
+                drawn[name.strip().strip("`").rstrip("/")] = int(cells[0])
+    return drawn
+
+
+def test_the_architecture_page_draws_these_floors() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert floors_drawn(page) == FLOORS
+
+
 def test_the_cycle_finder_finds_a_circle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -151,8 +211,8 @@ def test_the_daemons_load_none_of_the_command_line_packages() -> None:
     code = (
         "import sys\n"
         "import broker.server, controller.daemon, broker.__main__, controller.__main__\n"
-        "print(sorted(m for m in ('rich', 'confluent_kafka', 'kafka', 'pyspark', 'cluster', 'chaos') "
-        "if m in sys.modules))\n"
+        "tools = ('rich', 'confluent_kafka', 'kafka', 'pyspark', 'cluster', 'chaos', 'zkserver')\n"
+        "print(sorted(m for m in tools if m in sys.modules))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True

@@ -6,7 +6,9 @@
 - ``registration``: KIP-380 broker registration (the czxid is the broker epoch);
 - ``election`` and ``fencing``: controller election and writes fenced by ``/controller_epoch``;
 - ``batch_read``: multi-read batches for loading hundreds of thousands of znodes;
-- ``local_server``: a real ZooKeeper (standalone or ensemble) for ``make run`` and the tests.
+- ``client_config`` and ``client_metrics``: the daemons' ZooKeeper client settings and metrics.
+
+The ZooKeeper servers themselves (``make run``, tests) are ``zkserver/``, tooling above the daemons.
 
 Import the module you need: the package itself imports nothing, so the pure ones (``znodes``,
 ``ops``) can be used without loading kazoo.

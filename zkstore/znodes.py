@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeAlias, TypeVar
 
+from daemon.endpoint import Endpoint
+
 __all__ = [
     "BROKER_IDS",
     "BROKER_TOPICS",
@@ -320,41 +322,9 @@ def _last_segment(path: str) -> str:
 # ----------------------------------------------------------------------------------------------------
 # /brokers/ids/N
 
-_LISTENER_NAME = re.compile(r"[A-Z0-9_.\-]+")
-_ENDPOINT_TEXT = re.compile(
-    r"(?P<name>[^:/]+)://(?:\[(?P<ipv6>[^\[\]]*)\]|(?P<host>[^\[\]]*)):(?P<port>[0-9]{1,5})"
-)
 _BROKER_VERSIONS = range(4, 6)
 _BROKER_VERSION_WRITTEN = 5
 _PLAINTEXT = "PLAINTEXT"
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """One advertised listener. Kafka normalises listener names to upper case."""
-
-    listener_name: str
-    host: str
-    port: int
-
-    def __post_init__(self) -> None:
-        if not _LISTENER_NAME.fullmatch(self.listener_name):
-            raise ValueError(f"bad listener name {self.listener_name!r}")
-        _port(self.port)
-
-    @classmethod
-    def parse(cls, text: str) -> Endpoint:
-        """Read ``LISTENER://host:port``; an IPv6 host comes in brackets (unbracketed is tolerated)."""
-        match = _ENDPOINT_TEXT.fullmatch(text)
-        if match is None:
-            raise ValueError(f"not LISTENER://host:port: {text!r}")
-        host = match["ipv6"] if match["ipv6"] is not None else match["host"]
-        return cls(match["name"].upper(), host, int(match["port"]))
-
-    @property
-    def connection_string(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.listener_name}://{host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from authorizer.acl_authorizer import AclAuthorizer, AuthorizerSettings
 from broker.authorization import RequestAuthorizer
 from protocol import ApiKey, ErrorCode
 from security.acl import AclOperation, ResourceType
-from security.authorizer import AclAuthorizer, AuthorizerSettings
 
 
 def gate(api_key: int, version: int, body: dict[str, Any], *, super_user: bool = False) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from broker.checkpoint import read_offsets
-from daemon import metrics_reference
+from cluster import metrics_reference
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, channel_idle, epoch_of, produce
 from tests.support.waiting import wait_until

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from daemon.connection_quotas import ConnectionQuotas
+from network.connection_quotas import ConnectionQuotas
 from protocol import ApiKey
 from tests.support.cluster import Cluster
 from tests.support.metrics import scrape

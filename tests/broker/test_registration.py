@@ -12,7 +12,7 @@ from kazoo.exceptions import ConnectionLoss
 from broker import server as server_module
 from broker.config import load
 from broker.server import BrokerServer
-from daemon.connection import KafkaConnection
+from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from tests.support.requests import CONTROLLER_ID, lai_partition, leader_and_isr
 from tests.support.waiting import wait_until

@@ -12,7 +12,7 @@ import pytest
 from cluster import launcher
 from tests.support.event_logs import events
 from tests.support.waiting import wait_until
-from zkstore.local_server import server_mode
+from zkserver.local_server import server_mode
 
 pytestmark = pytest.mark.zookeeper
 

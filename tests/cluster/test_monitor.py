@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from cluster import launcher, monitor
-from daemon.connection import KafkaConnection
+from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from tests.support.requests import lai_partition, leader_and_isr
 from tests.support.waiting import wait_until

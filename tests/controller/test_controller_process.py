@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from daemon import metrics_reference
+from cluster import metrics_reference
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, from_epoch
 from tests.support.requests import alter_partition_request

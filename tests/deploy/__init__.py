@@ -33,7 +33,7 @@ from broker import config as broker_config
 from cluster.processes import DaemonProcess, Event
 from controller import config as controller_config
 from deploy import engine
-from zkstore.local_server import find_free_port
+from zkserver.local_server import find_free_port
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"

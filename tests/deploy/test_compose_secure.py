@@ -26,13 +26,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import Permissions
 
+from authorizer.acl_authorizer import parse_super_users
 from broker import config as broker_config
 from cluster.secrets_cli import CLIENT_DIR, DAEMON_CONFIG, ZOOKEEPER_ADMIN_CONFIG, ZOOKEEPER_CERTIFICATE
 from cluster.secure import MAPPING_RULES, MECHANISM, PROTOCOL_MAP, SUPER_USERS
 from controller import config as controller_config
 from daemon.config import env_var_name, parse_properties
-from daemon.zookeeper_config import load_zk_security
-from security.authorizer import parse_super_users
 from tests.deploy import (
     LOOPBACK,
     SECURE_FILES,
@@ -49,10 +48,11 @@ from tests.deploy import (
     startup_order,
     zookeeper_services,
 )
+from zkserver.local_server import ServerTls, ZooKeeperServer, find_free_port
 from zkstore import znodes
 from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
-from zkstore.local_server import ServerTls, ZooKeeperServer, find_free_port
+from zkstore.client_config import load_zk_security
 
 SECRETS = "/secrets"
 ZOOKEEPER_TLS_PORT = 2182

@@ -137,7 +137,7 @@ def test_prometheus_scrapes_every_daemon_and_the_zookeeper_exporter_on_its_metri
     assert sorted(targets) == sorted(expected)
     assert [g["labels"]["service"] for g in jobs["zookeeper"]] == ["zookeeper-exporter"]
     command = services["zookeeper-exporter"]["command"]
-    assert command[:3] == ["python", "-m", "zkstore.exporter"]
+    assert command[:3] == ["python", "-m", "zkserver.exporter"]
     servers = command[command.index("--zookeeper") + 1].split(",")
     assert sorted(s.partition(":")[0] for s in servers) == zookeeper_services(model)
     for name in zookeeper_services(model):  # the exporter reads mntr, which must be allowed

@@ -81,7 +81,7 @@ def test_a_jar_brings_what_its_manifest_class_path_names(tmp_path: Path) -> None
 
 def test_the_jars_of_this_machines_local_runner_make_a_server(tmp_path: Path) -> None:
     """Whatever resolve_classpath finds here, the image gets a server jar and its jute."""
-    from zkstore.local_server import LocalServerError, resolve_classpath
+    from zkserver.local_server import LocalServerError, resolve_classpath
 
     try:
         entries = resolve_classpath().entries

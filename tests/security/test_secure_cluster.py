@@ -22,7 +22,7 @@ from kazoo.exceptions import NoAuthError
 
 from cluster.processes import BrokerProcess
 from cluster.secure import SecureCluster
-from daemon.connection import KafkaConnection
+from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from security.acl import AclEntry, AclOperation, AclPermissionType, ResourcePattern, ResourceType
 from security.config import ClientSecurity

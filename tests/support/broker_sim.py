@@ -39,7 +39,7 @@ from kazoo.exceptions import NoNodeError
 
 from broker.apis import broker_epoch_is_stale
 from cluster.secure import SecureCluster
-from daemon.server import RequestServer, current_request
+from network.server import RequestServer, current_request
 from protocol import (
     CONTROL_APIS,
     LEADER_DURING_DELETE,

@@ -15,6 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, UnimplementedError
 
+from zkserver.local_server import ZooKeeperServer
 from zkstore import batch_read
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import (
@@ -27,7 +28,6 @@ from zkstore.batch_read import (
     multi_read_supported,
     server_path,
 )
-from zkstore.local_server import ZooKeeperServer
 from zkstore.ops import Create, SetData
 
 TOPICS = 40

@@ -17,14 +17,14 @@ from kazoo.security import ACL, make_digest_acl_credential
 
 from cluster import admin_cli
 from daemon.config import ConfigError, load_config
-from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, load_zk_security, zk_security_from_loaded
 from security.certs import CertificateAuthority, Issued, create_authority
 from tests.support.zookeeper import session
+from zkserver.exporter import MntrCollector
+from zkserver.local_server import ServerTls, ZooKeeperServer, four_letter_word
 from zkstore import admin, znodes
 from zkstore.aio import AsyncZooKeeper
+from zkstore.client_config import ZOOKEEPER_SECURITY_KEYS, load_zk_security, zk_security_from_loaded
 from zkstore.election import try_elect
-from zkstore.exporter import MntrCollector
-from zkstore.local_server import ServerTls, ZooKeeperServer, four_letter_word
 from zkstore.registration import register_broker
 from zkstore.security import ZkSecurity, kazoo_arguments, ssl_context
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from daemon import frames
-from daemon.connection import KafkaConnection
+from network.connection import KafkaConnection
 from protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     ApiKey,

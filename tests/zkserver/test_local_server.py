@@ -11,8 +11,8 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import ZnodeStat
 
 from tests.support.waiting import wait_until_sync
-from zkstore import local_server
-from zkstore.local_server import (
+from zkserver import local_server
+from zkserver.local_server import (
     JavaNotFound,
     ZooKeeperEnsemble,
     ZooKeeperNotFound,

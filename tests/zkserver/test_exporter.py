@@ -15,8 +15,8 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from zkstore.exporter import JMX_NAMES, MntrCollector, families, parse_mntr
-from zkstore.local_server import ZooKeeperServer, find_free_port
+from zkserver.exporter import JMX_NAMES, MntrCollector, families, parse_mntr
+from zkserver.local_server import ZooKeeperServer, find_free_port
 
 
 def mntr(**values: object) -> str:
@@ -117,7 +117,7 @@ def test_python_m_zkstore_exporter_serves_metrics(zk_server: ZooKeeperServer) ->
         [
             sys.executable,
             "-m",
-            "zkstore.exporter",
+            "zkserver.exporter",
             "--zookeeper",
             zk_server.connect_string,
             "--port",

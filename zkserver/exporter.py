@@ -19,7 +19,7 @@ the server bean's attributes are also exported under those names (``zookeeper_av
 ``zookeeper_up`` says whether the server answered this scrape, ``zookeeper_server_state`` its role.
 
 ``mntr`` must be in the server's ``4lw.commands.whitelist``. Run it as
-``python -m zkstore.exporter --zookeeper HOST:PORT[,HOST:PORT…] --port N``; against the servers' TLS
+``python -m zkserver.exporter --zookeeper HOST:PORT[,HOST:PORT…] --port N``; against the servers' TLS
 port with ``zookeeper.ssl.client.enable`` and the client keys of ``--zk-config FILE`` or the daemons'
 ``KAFKA_ZOOKEEPER_SSL_*`` variables.
 """
@@ -38,13 +38,13 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 
 from daemon.config import ConfigError, load_config
-from daemon.zookeeper_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
-from zkstore.local_server import four_letter_word
+from zkserver.local_server import four_letter_word
+from zkstore.client_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
 from zkstore.security import ssl_context
 
 __all__ = ["JMX_NAMES", "MntrCollector", "families", "main", "parse_mntr"]
 
-log = logging.getLogger("zkstore.exporter")
+log = logging.getLogger("zkserver.exporter")
 
 SUMMARY_STATS = ("avg", "min", "max", "cnt", "sum")
 PERCENTILES = (("p50", "0.5"), ("p95", "0.95"), ("p99", "0.99"), ("p999", "0.999"))
@@ -184,7 +184,7 @@ def _tls(path: str | None) -> ssl.SSLContext | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m zkstore.exporter", description="Serve ZooKeeper's mntr values as Prometheus metrics."
+        prog="python -m zkserver.exporter", description="Serve ZooKeeper's mntr values as Prometheus metrics."
     )
     parser.add_argument(
         "--zookeeper",

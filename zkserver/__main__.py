@@ -1,4 +1,4 @@
-"""``python -m zkstore``: run a standalone ZooKeeper in the foreground for local development.
+"""``python -m zkserver``: run a standalone ZooKeeper in the foreground for local development.
 
 State lives in a fixed directory (``./.run/zookeeper`` by default) so znodes survive
 restarts; Ctrl-C or SIGTERM stops the server cleanly.
@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from zkstore.local_server import LOOPBACK, LocalServerError, ZooKeeperServer, find_free_port
+from zkserver.local_server import LOOPBACK, LocalServerError, ZooKeeperServer, find_free_port
 
 DEFAULT_PORT = 2181
 DEFAULT_DATA_DIR = Path(".run") / "zookeeper"
@@ -35,7 +35,7 @@ def _port_is_free(port: int) -> bool:
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m zkstore", description="Run a standalone ZooKeeper on 127.0.0.1 until interrupted."
+        prog="python -m zkserver", description="Run a standalone ZooKeeper on 127.0.0.1 until interrupted."
     )
     parser.add_argument(
         "--port",

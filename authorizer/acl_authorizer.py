@@ -44,8 +44,8 @@ __all__ = [
     "parse_super_users",
 ]
 
-log = logging.getLogger("security.authorizer")
-audit = logging.getLogger("security.authorizer.audit")
+log = logging.getLogger("authorizer.acl_authorizer")
+audit = logging.getLogger("authorizer.acl_authorizer.audit")
 """Kafka's ``kafka.authorizer.logger``: denials at INFO, grants at DEBUG."""
 
 ACCEPTED_AUTHORIZERS = (

@@ -3,7 +3,7 @@
 Each table is written from one daemon's registry: a broker and a controller are built (not started)
 in a scratch directory, and every metric they declare (``Metrics.catalogue``: Kafka MBean, names,
 labels, meaning) is listed, followed by the standard collectors' families read off the registry.
-``python -m daemon.metrics_reference`` rewrites the tables in place; ``--check`` fails when they
+``python -m cluster.metrics_reference`` rewrites the tables in place; ``--check`` fails when they
 differ, and the process tests compare a live scrape of each daemon with its table.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
-from daemon.doc_pages import page_command
+from cluster.doc_pages import page_command
 from daemon.metrics import Documented, Metrics
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
@@ -148,7 +148,7 @@ def tables() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return page_command("daemon.metrics_reference", __doc__, PAGE, lambda text: render(text, tables()), argv)
+    return page_command("cluster.metrics_reference", __doc__, PAGE, lambda text: render(text, tables()), argv)
 
 
 if __name__ == "__main__":

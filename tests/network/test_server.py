@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from daemon.server import RequestServer, current_request
+from network.server import RequestServer, current_request
 from protocol import (
     ApiKey,
     ErrorCode,
@@ -84,7 +84,7 @@ async def test_bad_size_prefix_closes_only_that_connection(
 ) -> None:
     bystander = await RawClient.connect(server.port)
     offender = await RawClient.connect(server.port)
-    with caplog.at_level(logging.WARNING, logger="daemon.server"):
+    with caplog.at_level(logging.WARNING, logger="network.server"):
         await offender.send(struct.pack(">i", announced))
         assert await offender.closed_by_server()
     assert "closing connection from 127.0.0.1:" in caplog.text
@@ -204,7 +204,7 @@ async def test_handler_failure_closes_that_connection_with_a_traceback(
     await srv.start("127.0.0.1", 0)
     try:
         victim, other = await RawClient.connect(srv.port), await RawClient.connect(srv.port)
-        with caplog.at_level(logging.ERROR, logger="daemon.server"):
+        with caplog.at_level(logging.ERROR, logger="network.server"):
             await victim.send(encode_request(4, 2, 13, None, LEADER_AND_ISR_V2))
             assert await victim.closed_by_server()
         failure = next(r for r in caplog.records if r.levelno == logging.ERROR)

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from kazoo.client import KazooClient
 
+from authorizer.acl_authorizer import AUTHORIZER_KEYS, AclAuthorizer, AuthorizerSettings
 from daemon.config import ConfigError, load_config
 from security.acl import AclEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
-from security.authorizer import AUTHORIZER_KEYS, AclAuthorizer, AuthorizerSettings
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import ConnectionCutter, session
 from zkstore import acls

@@ -38,7 +38,7 @@ from security.sasl import PlainServer, SaslAuthenticationFailed, ScramCredential
 
 __all__ = ["AuthenticationFailed", "CredentialLookup", "authenticate"]
 
-log = logging.getLogger("security.handshake")
+log = logging.getLogger("network.handshake")
 
 CredentialLookup = Callable[[str, str], Awaitable[ScramCredential | None]]
 """(user name, SCRAM mechanism) -> the stored credential, or None."""

@@ -6,11 +6,11 @@ import pytest
 from kazoo.exceptions import NoNodeError
 
 from daemon.metrics import Metrics
-from daemon.zookeeper_metrics import ZooKeeperClientMetrics
 from tests.daemon.test_metrics import samples
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import ConnectionCutter, expire_session
 from zkstore.aio import AsyncZooKeeper
+from zkstore.client_metrics import ZooKeeperClientMetrics
 
 LISTENER = "kafka_server_sessionexpirelistener"
 

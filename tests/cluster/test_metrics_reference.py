@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from daemon import metrics_reference
+from cluster import metrics_reference
 from daemon.metrics import Metrics
 
 
@@ -18,7 +18,7 @@ def tables() -> dict[str, str]:
 
 def test_the_committed_page_matches_what_the_daemons_register(tables: dict[str, str]) -> None:
     page = metrics_reference.PAGE.read_text(encoding="utf-8")
-    assert metrics_reference.render(page, tables) == page, "run: python -m daemon.metrics_reference"
+    assert metrics_reference.render(page, tables) == page, "run: python -m cluster.metrics_reference"
 
 
 @pytest.mark.parametrize("daemon", metrics_reference.DAEMONS)

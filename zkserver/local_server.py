@@ -59,7 +59,7 @@ __all__ = [
     "server_mode",
 ]
 
-log = logging.getLogger("zkstore.local_server")
+log = logging.getLogger("zkserver.local_server")
 
 LOOPBACK = "127.0.0.1"
 CLIENT_PORT, QUORUM_PORT, ELECTION_PORT = 2181, 2888, 3888
@@ -401,7 +401,7 @@ def _read_config(path: Path) -> dict[str, str]:
 
 def _write_config(path: Path, settings: Mapping[str, str]) -> None:
     lines = [f"{key}={value}" for key, value in settings.items()]
-    path.write_text("# Written by zkstore.local_server\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("# Written by zkserver.local_server\n" + "\n".join(lines) + "\n", encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- the JVM
@@ -535,7 +535,7 @@ class ZooKeeperProcess:
                 stderr=subprocess.STDOUT,
                 cwd=self.data_dir,
                 # Own process group: a terminal's Ctrl-C reaches only us, and we decide
-                # the shutdown order (see ``python -m zkstore``).
+                # the shutdown order (see ``python -m zkserver``).
                 start_new_session=True,
             )
         _live_processes.add(self)

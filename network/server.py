@@ -22,8 +22,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.connection_quotas import ConnectionQuotas
 from daemon.frames import StreamEnded, read_frame
+from network.connection_quotas import ConnectionQuotas
+from network.handshake import HANDSHAKE_TIMEOUT_S, AuthenticationFailed, CredentialLookup, authenticate
 from protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     SUPPORTED_VERSIONS,
@@ -38,12 +39,11 @@ from protocol import (
     message_codec,
 )
 from security.config import ListenerSecurity
-from security.handshake import HANDSHAKE_TIMEOUT_S, AuthenticationFailed, CredentialLookup, authenticate
 from security.principal import ANONYMOUS
 
 __all__ = ["RequestContext", "RequestHandler", "RequestServer", "current_request"]
 
-log = logging.getLogger("daemon.server")
+log = logging.getLogger("network.server")
 
 RequestHandler = Callable[[RequestHeader, dict[str, Any]], Awaitable[dict[str, Any]]]
 
