@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test lint typecheck check bench chaos soak campaign fuzz install java clients clean compose-test spark-test
+.PHONY: run test lint typecheck check bench chaos soak campaign fuzz install java maven kafka clients clean compose-test spark-test
 
 install: $(STAMP)
 
@@ -28,6 +28,21 @@ java:
 	  else \
 	    echo "java not found: install a JRE (apt-get install openjdk-17-jre-headless) to run ZooKeeper" >&2; exit 1; \
 	  fi; }
+
+# Apache Kafka as the peer (tests/interop): Kafka 3.9's broker, tools and Streams and the newest 4.x
+# clients, resolved from Maven Central into .run/kafka/ once (python -m kafkapeer resolve). Not best
+# effort: without the jars the interop suite cannot run, so make test stops here.
+maven:
+	@command -v mvn >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "mvn not found: installing maven"; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven; \
+	  else \
+	    echo "mvn not found: install Maven (apt-get install maven) to resolve Kafka's jars" >&2; exit 1; \
+	  fi; }
+
+kafka: install java maven
+	$(PY) -m kafkapeer resolve
 
 # Tools from outside PyPI that tests drive when they are there: kcat, Prometheus and Chromium (Debian,
 # as root; the prometheus package brings promtool; headless Chromium renders the audit's HTML page)
@@ -54,7 +69,7 @@ $(KAFKAJS):
 run: install java $(if $(MONITOR),clients)
 	$(PY) -m cluster up --dir .run/cluster --kafka-ports $(if $(SECURE),--secure) $(if $(MONITOR),--monitor)
 
-test: install java clients
+test: install java clients kafka
 	$(PY) -m pytest
 
 # The audit submitted to a real standalone Spark cluster (master and worker from the pyspark

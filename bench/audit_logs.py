@@ -274,79 +274,91 @@ def generate(root: Path, rows: int, runs: int = 1, partitions: int = 6) -> dict[
     written = 0
     for r in range(runs):
         at += dt.timedelta(seconds=RUN_GAP_S if r else 1)
-        run = f"run-{at:%Y%m%dT%H%M%SZ}"
-        chaos = root / "chaos" / run / "events.jsonl"
-        acked = per_run // 2
-        duration_s = acked / RATE
-        logs.write(
-            "chaos",
-            at,
-            "run_started",
-            path=chaos,
-            run_id=run,
-            topic=cluster.topic,
-            partitions=partitions,
-            replication_factor=3,
-            faults=["bounce"],
-            seed=r,
-            duration_s=duration_s,
-            rate=RATE,
-            interval_s=20.0,
-        )
-        start = at + dt.timedelta(milliseconds=100)
-        history = root / "chaos" / run / "history.jsonl"
-        history.parent.mkdir(parents=True, exist_ok=True)
-        with history.open("w", encoding="utf-8") as f:
-            f.writelines(history_lines(run, cluster.topic, partitions, per_run, start))
+        at = write_run(cluster, root, r, at, per_run)
         written += per_run
-        faults = int(duration_s // FAULT_EVERY_S)
-        for n in range(faults):
-            at_fault = start + dt.timedelta(seconds=FAULT_EVERY_S * (n + 1) - 10)
-            broker = BROKERS[(r + n) % 3]
-            logs.write(
-                "chaos",
-                at_fault,
-                "fault_injected",
-                path=chaos,
-                fault="bounce",
-                target=f"broker-{broker}",
-                role="broker",
-                detail="SIGKILL and started again at once",
-            )
-            done = cluster.bounce(at_fault + dt.timedelta(milliseconds=300), broker)
-            logs.write(
-                "chaos",
-                done,
-                "fault_healed",
-                path=chaos,
-                fault="bounce",
-                target=f"broker-{broker}",
-                role="broker",
-            )
-        end = start + dt.timedelta(seconds=duration_s + 6)
-        logs.write(
-            "chaos",
-            end,
-            "replicas_verified",
-            path=chaos,
-            partitions=partitions,
-            consistent=partitions,
-            divergences=[],
-        )
-        logs.write(
-            "chaos",
-            end + dt.timedelta(milliseconds=1),
-            "run_finished",
-            path=chaos,
-            run_id=run,
-            acked=acked,
-            failed=0,
-            consumed=per_run - acked,
-            duration_s=duration_s + 6,
-        )
-        at = end + dt.timedelta(seconds=1)
     logs.close()
     return {"directory": str(root), "runs": runs, "history_rows": written, "partitions": partitions}
+
+
+def write_run(cluster: Cluster, root: Path, index: int, at: dt.datetime, rows: int) -> dt.datetime:
+    """Chaos run number ``index``, started at ``at``: its events, ``rows`` history rows and its broker
+    bounces; returns the time a second after it finished."""
+    logs, partitions = cluster.logs, cluster.partitions
+    run = f"run-{at:%Y%m%dT%H%M%SZ}"
+    chaos = root / "chaos" / run / "events.jsonl"
+    acked = rows // 2
+    duration_s = acked / RATE
+    logs.write(
+        "chaos",
+        at,
+        "run_started",
+        path=chaos,
+        run_id=run,
+        topic=cluster.topic,
+        partitions=partitions,
+        replication_factor=3,
+        faults=["bounce"],
+        seed=index,
+        duration_s=duration_s,
+        rate=RATE,
+        interval_s=20.0,
+    )
+    start = at + dt.timedelta(milliseconds=100)
+    history = root / "chaos" / run / "history.jsonl"
+    history.parent.mkdir(parents=True, exist_ok=True)
+    with history.open("w", encoding="utf-8") as f:
+        f.writelines(history_lines(run, cluster.topic, partitions, rows, start))
+    write_bounces(cluster, chaos, index, start, int(duration_s // FAULT_EVERY_S))
+    end = start + dt.timedelta(seconds=duration_s + 6)
+    logs.write(
+        "chaos",
+        end,
+        "replicas_verified",
+        path=chaos,
+        partitions=partitions,
+        consistent=partitions,
+        divergences=[],
+    )
+    logs.write(
+        "chaos",
+        end + dt.timedelta(milliseconds=1),
+        "run_finished",
+        path=chaos,
+        run_id=run,
+        acked=acked,
+        failed=0,
+        consumed=rows - acked,
+        duration_s=duration_s + 6,
+    )
+    return end + dt.timedelta(seconds=1)
+
+
+def write_bounces(cluster: Cluster, chaos: Path, index: int, start: dt.datetime, faults: int) -> None:
+    """Run ``index``'s ``faults`` broker bounces, one every ``FAULT_EVERY_S`` from ``start``, each
+    injected, applied by the cluster and healed."""
+    for n in range(faults):
+        at_fault = start + dt.timedelta(seconds=FAULT_EVERY_S * (n + 1) - 10)
+        broker = BROKERS[(index + n) % 3]
+        cluster.logs.write(
+            "chaos",
+            at_fault,
+            "fault_injected",
+            path=chaos,
+            fault="bounce",
+            target=f"broker-{broker}",
+            role="broker",
+            detail="SIGKILL and started again at once",
+        )
+        done = cluster.bounce(at_fault + dt.timedelta(milliseconds=300), broker)
+        cluster.logs.write(
+            "chaos",
+            done,
+            "fault_healed",
+            path=chaos,
+            fault="bounce",
+            target=f"broker-{broker}",
+            role="broker",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.ack_brokers import AckBrokers, merge_stats
-from bench.failover import ControllerRun, cpu_seconds, event_time, peak_rss_mib, settled
+from bench.failover import ControllerRun, event_time, settled
 from bench.machine import machine, write_report
+from bench.measure import cpu_seconds, peak_rss_mib
 from bench.zk_populate import Cluster, ensure_chroot, populate
 from bench.zookeeper import zookeeper_workdir
 from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
-from zkserver.local_server import ZooKeeperServer
+from zkserver.server import ZooKeeperServer
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many

@@ -28,9 +28,9 @@ from bench.machine import machine, write_report
 from bench.zookeeper import zookeeper_workdir
 from cluster.processes import BrokerProcess, ControllerProcess, Event
 from zkstore import znodes
-from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many
+from zkstore.topic_writes import create_topic
 
 BROKERS = (1, 2, 3)
 CONTROLLERS = (1001, 1002)

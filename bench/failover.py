@@ -47,12 +47,13 @@ from typing import Any
 
 from bench.ack_brokers import AckBrokers, merge_stats
 from bench.machine import machine, write_report
+from bench.measure import cpu_seconds, cpu_stall_us, peak_rss_mib, stall_share
 from bench.zk_populate import Cluster, Populated, ensure_chroot, populate
 from bench.zookeeper import zookeeper_workdir
 from cluster.secure import SecureCluster
 from daemon.runtime import die_with_parent
 from security.config import ClientSecurity
-from zkserver.local_server import ZooKeeperServer
+from zkserver.server import ZooKeeperServer
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many
@@ -72,41 +73,6 @@ Event = dict[str, Any]
 def event_time(event: Event) -> float:
     """Seconds since the epoch of an event's ``ts`` (UTC ISO-8601 with a ``Z``)."""
     return datetime.fromisoformat(event["ts"]).timestamp()
-
-
-def peak_rss_mib(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return None
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU a process has used so far: unlike wall time, not inflated by other load."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
-
-
-def cpu_stall_us() -> int | None:
-    """Microseconds some runnable task waited for a CPU (PSI), to tell how contended a run was."""
-    try:
-        some = Path("/proc/pressure/cpu").read_text().splitlines()[0]
-    except (OSError, IndexError):
-        return None
-    return int(some.rsplit("total=", 1)[1])
-
-
-def stall_share(before: int | None, after: int | None, seconds: float) -> float | None:
-    """The share of ``seconds`` during which some task was waiting for a CPU."""
-    if before is None or after is None or seconds <= 0:
-        return None
-    return round((after - before) / 1e6 / seconds, 2)
 
 
 class ControllerRun:

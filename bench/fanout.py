@@ -33,8 +33,8 @@ from typing import Any
 import uvloop
 
 from bench.ack_brokers import AckBrokers
-from bench.failover import cpu_stall_us, stall_share
 from bench.machine import machine, write_report
+from bench.measure import cpu_stall_us, ratio, stall_share, status_kib
 from controller.channel import ChannelManager
 from controller.context import ControllerContext, LiveBroker
 from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -52,13 +52,6 @@ MAX_EPOCH_MEMORY_TARGET = 1.2
 
 
 # -- one measurement, in its own process
-
-
-def proc_status_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
 
 
 def reset_peak_rss() -> bool:
@@ -132,7 +125,7 @@ async def measure(mode: str, ports: list[int], partitions: int) -> dict[str, Any
     ctx = build_context(ports, partitions)
     targets = list(range(1, len(ports) + 1))
     gc.collect()
-    rss_before = proc_status_kib("VmRSS")
+    rss_before = status_kib("VmRSS")
     hwm_reset = reset_peak_rss()
     cpu_started = time.process_time()
     stall_before = cpu_stall_us()
@@ -146,7 +139,7 @@ async def measure(mode: str, ports: list[int], partitions: int) -> dict[str, Any
     done = time.perf_counter()
 
     cpu_s = time.process_time() - cpu_started
-    hwm = proc_status_kib("VmHWM")
+    hwm = status_kib("VmHWM")
     return {
         "mode": mode,
         "brokers": len(ports),
@@ -186,10 +179,6 @@ def run_one(mode: str, ports: list[int], partitions: int) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     result["process_wall_s"] = round(time.perf_counter() - started, 2)
     return result
-
-
-def ratio(a: float, b: float) -> float | None:
-    return round(a / b, 2) if b else None
 
 
 def comparisons(results: list[dict[str, Any]], counts: list[int]) -> dict[str, Any]:

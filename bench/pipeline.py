@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.audit_logs import generate
 from bench.machine import machine, write_report
+from bench.measure import status_kib
 
 OUT = Path(__file__).parent / "results" / "pipeline.json"
 DIR_OUT = OUT.with_name("pipeline-dir.json")
@@ -61,12 +62,9 @@ def _children(pid: int) -> list[int]:
 
 def _rss_kb(pid: int) -> int:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+        return status_kib("VmRSS", pid)
+    except (OSError, KeyError):
+        return 0
 
 
 def tree_rss_kb(pid: int) -> int:

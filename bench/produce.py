@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import machine, write_report
+from bench.measure import percentile
 from bench.three_brokers import BROKERS, three_brokers
 from bench.zookeeper import zookeeper_workdir
 from daemon.runtime import die_with_parent
@@ -50,14 +51,6 @@ class Settings:
     io_threads: int
     linger_ms: int
     profile_s: float
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def latency_summary(values: list[float]) -> dict[str, float | int]:

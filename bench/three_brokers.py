@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from cluster.processes import BrokerProcess, ControllerProcess, Event
-from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
+from zkstore.topic_writes import create_topic
 
 BROKERS = (1, 2, 3)
 

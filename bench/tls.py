@@ -47,29 +47,21 @@ from pathlib import Path
 from typing import Any
 
 from bench.codec import topic_states
-from bench.control_latency import (
+from bench.control_broker import BrokerRun, Scrapes, wait_saturated
+from bench.control_load import PRODUCE_BATCHES, LoadGenerator
+from bench.control_phases import attach_broker_times, measure_phase, report_phase
+from bench.control_requests import ProbeRequests, Sample, live_brokers, update_metadata
+from bench.control_settings import (
     BROKER_ID,
     CONTROLLER_EPOCH,
     CONTROLLER_ID,
     PROBE_TIMEOUT_S,
-    PRODUCE_BATCHES,
     UPDATE_METADATA_VERSION,
-    BrokerRun,
-    LoadGenerator,
-    ProbeRequests,
-    Sample,
-    Scrapes,
     Settings,
-    attach_broker_times,
-    live_brokers,
-    measure_phase,
-    report_phase,
-    summary,
-    update_metadata,
-    wait_saturated,
 )
 from bench.failover import FailoverCase, MutualTls
 from bench.machine import machine, write_report
+from bench.measure import ratio, summary
 from bench.zk_populate import ensure_chroot
 from bench.zookeeper import zookeeper_workdir
 from controller.request_batch import SECURITY_PROTOCOL_IDS
@@ -77,7 +69,7 @@ from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from protocol.registry import message_codec
 from security.config import ClientSecurity
-from zkserver.local_server import ZooKeeperServer
+from zkserver.server import ZooKeeperServer
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.election import try_elect
@@ -87,13 +79,6 @@ NEW_CONNECTIONS = 20
 """Fresh connections timed per mode (handshakes plus a first request)."""
 
 Report = dict[str, Any]
-
-
-def ratio(ssl: float | None, plaintext: float | None) -> float | None:
-    """SSL / PLAINTEXT, or None when either is missing."""
-    if ssl is None or not plaintext:
-        return None
-    return round(ssl / plaintext, 2)
 
 
 def interleaved(runs: int) -> list[str]:
@@ -207,7 +192,9 @@ async def elected(root: str, chroot: str) -> AsyncIterator[str]:
 class Probe:
     """One broker under test and the benchmark's persistent control connection to it."""
 
-    def __init__(self, broker: ControlPlaneBroker, security: ClientSecurity | None, settings: Settings):
+    def __init__(
+        self, broker: ControlPlaneBroker, security: ClientSecurity | None, settings: Settings
+    ) -> None:
         self.broker = broker
         self.security = security
         self.settings = settings

@@ -25,7 +25,8 @@ from typing import Any
 
 from bench.machine import machine, write_report
 from bench.zookeeper import jvm_opts, zookeeper_workdir
-from zkserver.local_server import ZooKeeperServer, four_letter_word
+from zkserver.four_letter_words import four_letter_word
+from zkserver.server import ZooKeeperServer
 from zkstore import batch_read
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_children_many, get_data_many

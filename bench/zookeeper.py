@@ -7,7 +7,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from zkserver.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
+from zkserver.process import DEFAULT_JVM_OPTS
+from zkserver.server import ZooKeeperServer
 
 
 def jvm_opts(heap: str) -> tuple[str, ...]:

@@ -17,8 +17,8 @@ from itertools import groupby
 from typing import Any, TypeVar
 
 from authorizer.acl_authorizer import AclAuthorizer
-from broker.network import Request
 from broker.on_loop import answer_on_loop
+from broker.request_channel import Request
 from protocol import ErrorCode
 from security.acl import (
     AclEntry,

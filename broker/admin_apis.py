@@ -3,7 +3,7 @@ DescribeCluster, and the automatic creation of topics that Metadata asks for.
 
 In ZooKeeper-mode Kafka these are served by the controller broker. Here the controller is a separate
 daemon that speaks no client API, so **every broker serves them**, writing ZooKeeper in Kafka's
-layout through :mod:`zkstore.admin`, the code ``python -m cluster topics`` uses; the controller
+layout through :mod:`zkstore.topic_writes`, the code ``python -m cluster topics`` uses; the controller
 then does the rest as for any topic. Metadata and DescribeCluster name the lowest live broker as
 ``controller_id`` (see ``broker.metadata_api.admin_node``), so clients that send admin requests to
 "the controller" reach a broker that answers them.
@@ -29,12 +29,14 @@ from typing import Any, TypeVar
 from broker.config import TopicDefaults
 from broker.metadata_api import admin_node
 from broker.metadata_cache import MetadataCache
-from broker.network import Request
 from broker.on_loop import answer_on_loop
+from broker.request_channel import Request
 from broker.topic_configs import InvalidTopicConfig, check_value, cleanup_policies
 from daemon.eventlog import EventLog
+from placement.assignment import assign_replicas
+from placement.errors import AdminError
 from protocol import ErrorCode
-from zkstore import admin, znodes
+from zkstore import entity_configs, topic_writes, znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.znodes import TopicPartition
 
@@ -69,7 +71,7 @@ class AdminFailure(Exception):
         self.code = code
 
 
-def admin_error(exc: admin.AdminError) -> AdminFailure:
+def admin_error(exc: AdminError) -> AdminFailure:
     """Kafka's error code for a refusal of the shared admin code (its messages are Kafka's tools')."""
     return AdminFailure(ErrorCode[exc.kind] if exc.kind else ErrorCode.INVALID_REQUEST, str(exc))
 
@@ -210,8 +212,8 @@ class AdminApis:
         partitions = self.defaults.num_partitions if partitions == -1 else partitions
         factor = self.defaults.replication_factor if factor == -1 else factor
         try:
-            return admin.assign_replicas(sorted(self.cache.snapshot.brokers), partitions, factor)
-        except admin.AdminError as exc:
+            return assign_replicas(sorted(self.cache.snapshot.brokers), partitions, factor)
+        except AdminError as exc:
             raise admin_error(exc) from None
 
     async def _write_topic(
@@ -224,12 +226,14 @@ class AdminApis:
     ) -> znodes.TopicAssignment | None:
         zk = self.zk()
         try:
-            admin.validate_topic_name(name)
+            topic_writes.validate_topic_name(name)
             if validate_only:
                 return None
-            await admin.write_topic_configs(zk, name, {k: v for k, v in configs.items() if v is not None})
-            created = await admin.create_new_topic(zk, name, assignment=assignment)
-        except admin.AdminError as exc:
+            await entity_configs.write_topic_configs(
+                zk, name, {k: v for k, v in configs.items() if v is not None}
+            )
+            created = await topic_writes.create_new_topic(zk, name, assignment=assignment)
+        except AdminError as exc:
             raise admin_error(exc) from None
         self.events.emit(
             "topic_created",
@@ -264,10 +268,10 @@ class AdminApis:
                     )
                 else:
                     try:
-                        await admin.delete_topic(self.zk(), name)
-                    except admin.AlreadyMarkedForDeletion:
+                        await topic_writes.delete_topic(self.zk(), name)
+                    except topic_writes.AlreadyMarkedForDeletion:
                         pass  # deleting it again succeeds
-                    except admin.AdminError as exc:
+                    except AdminError as exc:
                         results.append(_result(name, admin_error(exc).code, str(exc)))
                         continue
                     self.events.emit("topic_deletion_requested", topic=name, by="admin")
@@ -340,8 +344,8 @@ class AdminApis:
             else {len(current) + i: tuple(a["broker_ids"]) for i, a in enumerate(assignments)}
         )
         try:
-            added = await admin.add_partitions(self.zk(), name, count, assignment=manual)
-        except admin.AdminError as exc:
+            added = await topic_writes.add_partitions(self.zk(), name, count, assignment=manual)
+        except AdminError as exc:
             raise admin_error(exc) from None
         self.events.emit("partitions_created", topic=name, partitions=sorted(added), by="admin")
 
@@ -411,8 +415,8 @@ class AdminApis:
         if not self.defaults.auto_create:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         try:
-            admin.validate_topic_name(topic)
-        except admin.AdminError:
+            topic_writes.validate_topic_name(topic)
+        except AdminError:
             return ErrorCode.INVALID_TOPIC_EXCEPTION
         if topic in self._creating:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # another request on this broker is creating it
@@ -430,13 +434,13 @@ class AdminApis:
             await self.create_internal(topic)
             return ErrorCode.LEADER_NOT_AVAILABLE
         try:
-            assignment = admin.assign_replicas(
+            assignment = assign_replicas(
                 sorted(self.cache.snapshot.brokers),
                 self.defaults.num_partitions,
                 self.defaults.replication_factor,
             )
             await self._write_topic(topic, assignment, {}, validate_only=False)
-        except admin.AdminError as exc:
+        except AdminError as exc:
             failure = admin_error(exc)
             return (
                 ErrorCode.LEADER_NOT_AVAILABLE

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +22,8 @@ from typing import Any
 from broker.authorization import Denial, RequestAuthorizer
 from broker.controller_guard import ControllerEpochGuard
 from broker.metadata_cache import MetadataCache
-from broker.network import Close, Outcome, Request, Result
 from broker.replica_manager import ReplicaManager
+from broker.request_channel import Close, Outcome, Request, Result
 from daemon.eventlog import EventLog
 from protocol import (
     CONTROL_APIS,
@@ -80,7 +80,7 @@ def broker_epoch_is_stale(api_key: int, version: int, body: dict[str, Any], own_
     has no legitimate sender and accepting it would let any request past the fence.
     """
     field = epoch_field(ApiKey(api_key), version)
-    epoch = body[field]
+    epoch: int = body[field]
     if field == "max_broker_epoch":
         return epoch < own_epoch
     return epoch != UNKNOWN_BROKER_EPOCH and epoch < own_epoch
@@ -108,6 +108,7 @@ class KafkaApis:
         metadata_cache: MetadataCache,
         events: EventLog,
         *,
+        handlers: Mapping[int, Handler] | None = None,
         on_handled: Callable[[Request, int], None] | None = None,
         guard: ControllerEpochGuard | None = None,
         authorization: RequestAuthorizer | None = None,
@@ -129,6 +130,7 @@ class KafkaApis:
             ApiKey.STOP_REPLICA: self._stop_replica,
             ApiKey.SASL_HANDSHAKE: self._sasl_after_authentication,
             ApiKey.SASL_AUTHENTICATE: self._sasl_after_authentication,
+            **(handlers or {}),
         }
 
     def register(self, api_key: int, handler: Handler) -> None:

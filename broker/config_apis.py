@@ -1,7 +1,7 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: topic configs through the Admin API.
 
 Topic overrides are written to ``/config/topics/<topic>`` with a ``/config/changes`` notification
-(``zkstore.admin.change_topic_configs``, Kafka's layout), and every broker applies them at runtime
+(``zkstore.entity_configs.change_topic_configs``, Kafka's layout), and every broker applies them at runtime
 (``broker.topic_configs``). Broker configs are described with Kafka's sources and synonyms; they
 are static here (set in the properties file or the environment), so altering one is refused.
 """
@@ -17,12 +17,13 @@ from typing import Any, TypeVar
 from broker.admin_apis import AdminFailure, check_configs
 from broker.log import LogConfig
 from broker.metadata_cache import MetadataCache
-from broker.network import Request
 from broker.on_loop import answer_on_loop
+from broker.request_channel import Request
 from broker.topic_configs import TOPIC_CONFIGS
 from daemon.config import LoadedConfig
+from placement.errors import AdminError
 from protocol import ErrorCode
-from zkstore import admin
+from zkstore import entity_configs
 from zkstore.aio import AsyncZooKeeper
 
 log = logging.getLogger("broker.config_apis")
@@ -92,8 +93,8 @@ class ConfigApis:
             if name not in self.cache.snapshot.topics:
                 raise AdminFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             try:  # what ZooKeeper holds, as Kafka answers, even before this broker applied a change
-                overrides = await admin.read_topic_configs(self.zk(), name)
-            except admin.AdminError as exc:
+                overrides = await entity_configs.read_topic_configs(self.zk(), name)
+            except AdminError as exc:
                 raise AdminFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
             return [self._topic_entry(spec.name, overrides, synonyms) for spec in TOPIC_CONFIGS.values()]
         if kind == BROKER:
@@ -224,10 +225,10 @@ class ConfigApis:
         if len(set(keys)) != len(keys):
             raise AdminFailure(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         zk = self.zk()
-        updated = change(await admin.read_topic_configs(zk, name), configs)
+        updated = change(await entity_configs.read_topic_configs(zk, name), configs)
         check_configs(dict(updated))
         if not validate_only:
-            await admin.change_topic_configs(zk, name, updated)
+            await entity_configs.change_topic_configs(zk, name, updated)
 
 
 def _non_null(name: str, value: str | None) -> str:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.log import OffsetOutOfRange
-from broker.network import Request
 from broker.partition import PartitionError
 from broker.purgatory import DelayedOperation
 from broker.replica_manager import ReplicaManager
+from broker.request_channel import Request
 from protocol import ErrorCode
 from zkstore.znodes import TopicPartition
 
@@ -51,9 +51,11 @@ def _partition_response(index: int, error: ErrorCode, **fields: Any) -> dict[str
 
 
 class FetchApi:
-    def __init__(self, rm: ReplicaManager) -> None:
+    def __init__(
+        self, rm: ReplicaManager, *, on_read: Callable[[dict[str, Any], bool], None] | None = None
+    ) -> None:
         self.rm = rm
-        self.on_read: Callable[[dict[str, Any], bool], None] | None = None
+        self.on_read = on_read
         """Called with each answered fetch's response and whether a follower sent it (metrics)."""
 
     def handle(self, request: Request, body: dict[str, Any]) -> Any:

@@ -20,8 +20,8 @@ from typing import Any
 
 from broker.controller_address import ControllerAddress, ControllerEndpoint
 from broker.metadata_cache import MetadataCache, Snapshot
-from broker.network import Request
 from broker.on_loop import answer_on_loop
+from broker.request_channel import Request
 from protocol import ApiKey, ErrorCode
 from protocol.error_response import error_response_body
 from zkstore.znodes import TopicPartition

@@ -19,7 +19,7 @@ from typing import Any
 from broker.apis import api_versions_entries
 from broker.group.config import OFFSETS_TOPIC
 from broker.metadata_cache import MetadataCache, Snapshot
-from broker.network import Request
+from broker.request_channel import Request
 from protocol import ApiKey, Encoded, ErrorCode, message_codec
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)

@@ -1,4 +1,4 @@
-"""The broker's Prometheus metrics, declared by Kafka's broker MBeans (names: ``daemon.metrics``).
+"""The broker's Prometheus metrics, declared by Kafka's broker MBeans (names: ``daemon.metric_names``).
 
 RequestChannel queue sizes per plane (``kafka_network_requestchannel_requestqueuesize`` and
 ``…_controlplanerequestqueuesize``), handler idle shares per plane, per-API request counts, errors and
@@ -20,8 +20,9 @@ from typing import Any
 
 from broker.authorization import Denial
 from broker.log import AppendInfo
-from broker.network import Request, RequestChannel
 from broker.replica_manager import ReplicaManager
+from broker.request_channel import Request, RequestChannel
+from daemon.metric_kinds import Meter
 from daemon.metrics import Metrics
 from network.connection_quotas import connections_closed_meter
 from protocol import ApiKey, ErrorCode
@@ -68,7 +69,10 @@ def linux_io(field: str, path: Path = PROC_IO) -> float:
 
 
 class BrokerMetrics:
-    """Gauges read the parts they are given; the broker feeds the meters through the methods below."""
+    """Gauges read the parts they are given; the broker feeds the meters through the methods below.
+
+    Each family is declared by one builder, in the order ``docs/metrics.md`` lists them.
+    """
 
     def __init__(
         self,
@@ -81,8 +85,21 @@ class BrokerMetrics:
     ) -> None:
         self.metrics = metrics
         self.replicas = replicas
-        network, server = "kafka.network", "kafka.server"
         self.connections_closed = connections_closed_meter(metrics)
+        self._request_channel_gauges(data, control)
+        self._replica_manager_gauges(epoch)
+        self._partition_gauges()
+        self._log_gauges()
+        self._disk_io_gauges()
+        self._isr_meters()
+        self._purgatory_gauges()
+        self._topic_meters()
+        self._request_meters()
+        self._authorizer_meters()
+
+    def _request_channel_gauges(self, data: RequestChannel, control: RequestChannel | None) -> None:
+        """Queue sizes and handler idle shares, per plane (KIP-291)."""
+        metrics, network, server = self.metrics, "kafka.network", "kafka.server"
         metrics.gauge_fn(
             network, "RequestChannel", "RequestQueueSize", "Data-plane requests queued", lambda: data.size
         )
@@ -107,7 +124,10 @@ class BrokerMetrics:
             "Share of the control-plane handler's time spent idle since the last scrape (0 to 1)",
             lambda: control.idle_fraction() if control else 1.0,
         )
-        rm = replicas
+
+    def _replica_manager_gauges(self, epoch: Callable[[], int]) -> None:
+        """ReplicaManager's partition counts, and the broker epoch (an addition)."""
+        metrics, server, rm = self.metrics, "kafka.server", self.replicas
         metrics.gauge_fn(server, "ReplicaManager", "LeaderCount", "Partitions led here", rm.leader_count)
         metrics.gauge_fn(
             server, "ReplicaManager", "PartitionCount", "Partitions hosted here", rm.partition_count
@@ -141,8 +161,11 @@ class BrokerMetrics:
             "Partitions led here whose ISR is exactly min.insync.replicas",
             lambda: sum(at_min for _, _, _, _, _, at_min in self._partition_rows()),
         )
-        self._partition_gauges()
-        metrics.gauge_family(
+
+    def _log_gauges(self) -> None:
+        """``kafka.log:type=Log,name=Size``, one series per partition hosted here."""
+        rm = self.replicas
+        self.metrics.gauge_family(
             "kafka.log",
             "Log",
             "Size",
@@ -150,23 +173,33 @@ class BrokerMetrics:
             ("topic", "partition"),
             lambda: (((tp.topic, tp.partition), size) for tp, size in sorted(rm.log_manager.sizes().items())),
         )
-        if _readable(PROC_IO):
-            for field in ("read_bytes", "write_bytes"):
-                metrics.gauge_fn(
-                    server,
-                    "KafkaServer",
-                    f"linux-disk-{field.replace('_', '-')}",
-                    f"This process's {field} from /proc/self/io (storage I/O, not page-cache hits)",
-                    partial(linux_io, field),
-                )
-        self.isr_shrinks = metrics.meter(
+
+    def _disk_io_gauges(self) -> None:
+        """The process's storage I/O as Kafka's LinuxIoMetricsCollector reads it (where it can be read)."""
+        if not _readable(PROC_IO):
+            return
+        for field in ("read_bytes", "write_bytes"):
+            self.metrics.gauge_fn(
+                "kafka.server",
+                "KafkaServer",
+                f"linux-disk-{field.replace('_', '-')}",
+                f"This process's {field} from /proc/self/io (storage I/O, not page-cache hits)",
+                partial(linux_io, field),
+            )
+
+    def _isr_meters(self) -> None:
+        server = "kafka.server"
+        self.isr_shrinks = self.metrics.meter(
             server, "ReplicaManager", "IsrShrinksPerSec", "Committed ISR shrinks"
         )
-        self.isr_expands = metrics.meter(
+        self.isr_expands = self.metrics.meter(
             server, "ReplicaManager", "IsrExpandsPerSec", "Committed ISR expansions"
         )
-        purgatory = metrics.gauge(
-            server,
+
+    def _purgatory_gauges(self) -> None:
+        rm = self.replicas
+        purgatory = self.metrics.gauge(
+            "kafka.server",
             "DelayedOperationPurgatory",
             "NumDelayedOperations",
             "Requests waiting (acks=all produces, long-polling fetches)",
@@ -174,9 +207,12 @@ class BrokerMetrics:
         )
         purgatory.labels("Produce").set_function(rm.produce_purgatory.size)
         purgatory.labels("Fetch").set_function(rm.fetch_purgatory.size)
-        topics, per_topic = "BrokerTopicMetrics", ("topic",)
 
-        def topic_meter(name: str, doc: str) -> Any:
+    def _topic_meters(self) -> None:
+        """BrokerTopicMetrics: all topics without a label, each topic with one."""
+        metrics, server, topics, per_topic = self.metrics, "kafka.server", "BrokerTopicMetrics", ("topic",)
+
+        def topic_meter(name: str, doc: str) -> Meter:
             return metrics.meter(
                 server,
                 topics,
@@ -208,7 +244,10 @@ class BrokerMetrics:
             "Partition reads that failed with an error Kafka counts as a failure "
             "(not leader, fenced epoch, offset out of range are not)",
         )
-        network_type = "RequestMetrics"
+
+    def _request_meters(self) -> None:
+        """RequestMetrics: rates, times and errors labelled ``request`` as Kafka's are."""
+        metrics, network, network_type = self.metrics, "kafka.network", "RequestMetrics"
         self.requests = metrics.meter(
             network, network_type, "RequestsPerSec", "Requests handled", ("request", "version")
         )
@@ -230,8 +269,10 @@ class BrokerMetrics:
             "Responses by their top-level error code, NONE included",
             ("request", "error"),
         )
-        self.denied = metrics.meter(
-            server,
+
+    def _authorizer_meters(self) -> None:
+        self.denied = self.metrics.meter(
+            "kafka.server",
             "AuthorizerMetrics",
             "AuthorizationDeniedPerSec",
             "Operations the ACL authorizer refused",
@@ -258,7 +299,9 @@ class BrokerMetrics:
         """Kafka's per-partition gauges: one series per hosted partition, 0 unless this broker leads it."""
         rm = self.replicas
 
-        def per_partition(pick: Callable[[int, int, int, int], int]) -> Callable[[], Iterator[Any]]:
+        def per_partition(
+            pick: Callable[[int, int, int, int], int],
+        ) -> Callable[[], Iterator[tuple[tuple[str, int], float]]]:
             def read() -> Iterator[tuple[tuple[str, int], float]]:
                 led = {(t, p): (isr, n, under, at) for t, p, isr, n, under, at in self._partition_rows()}
                 for tp in sorted(rm.partitions):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.network import Request
 from broker.partition import PartitionError
 from broker.replica_manager import ReplicaManager
+from broker.request_channel import Request
 from protocol import ErrorCode
 from zkstore.znodes import TopicPartition
 

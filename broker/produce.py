@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.log import AppendInfo, InvalidProducerEpoch, OutOfOrderSequence, RecordTooLarge
-from broker.network import Close, Request
 from broker.partition import PartitionError
 from broker.purgatory import DelayedOperation
 from broker.replica_manager import ReplicaManager
+from broker.request_channel import Close, Request
 from protocol import CorruptRecordBatch, ErrorCode
 from zkstore.znodes import TopicPartition
 
@@ -113,11 +113,17 @@ class DelayedProduce(DelayedOperation):
 
 
 class ProduceApi:
-    def __init__(self, rm: ReplicaManager) -> None:
+    def __init__(
+        self,
+        rm: ReplicaManager,
+        *,
+        on_append: Callable[[str, AppendInfo], None] | None = None,
+        on_result: Callable[[str, ErrorCode], None] | None = None,
+    ) -> None:
         self.rm = rm
-        self.on_append: Callable[[str, AppendInfo], None] | None = None
+        self.on_append = on_append
         """Called with the topic and what was appended after each successful append (metrics)."""
-        self.on_result: Callable[[str, ErrorCode], None] | None = None
+        self.on_result = on_result
         """Called with the topic and the outcome of each partition append asked for (metrics)."""
 
     def handle(self, request: Request, body: dict[str, Any]) -> Any:

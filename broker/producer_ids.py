@@ -20,8 +20,8 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from broker.network import Request
 from broker.on_loop import answer_on_loop
+from broker.request_channel import Request
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
 from zkstore.aio import AsyncZooKeeper

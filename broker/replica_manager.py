@@ -49,6 +49,12 @@ class ReplicaManager:
         metadata_cache: MetadataCache | None = None,
         fetcher_settings: FetcherSettings | None = None,
         checkpoint: Callable[[], None] = lambda: None,
+        min_insync_replicas: int = 1,
+        on_isr_change: Callable[[bool], None] | None = None,
+        propose_isr: Callable[[Proposal], None] | None = None,
+        on_elected: Callable[[TopicPartition, int], None] = lambda tp, leader_epoch: None,
+        on_resigned: Callable[[TopicPartition, int | None], None] = lambda tp, leader_epoch: None,
+        on_topic_deleted: Callable[[str], None] = lambda topic: None,
     ) -> None:
         self.broker_id = broker_id
         self.log_dir = log_dir
@@ -57,20 +63,20 @@ class ReplicaManager:
         self.metadata_cache = metadata_cache
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
-        self.min_insync_replicas = 1
+        self.min_insync_replicas = min_insync_replicas
         """min.insync.replicas, the broker default."""
         self.topic_min_insync: dict[str, int] = {}
         """Topics overriding min.insync.replicas (replaced whole on change, read from any thread)."""
-        self.on_isr_change: Callable[[bool], None] | None = None
+        self.on_isr_change = on_isr_change
         """Called with True for a committed expansion, False for a committed shrink (metrics)."""
-        self.propose_isr: Callable[[Proposal], None] | None = None
+        self.propose_isr = propose_isr
         """Sends an ISR proposal to the controller (the AlterPartition manager); None: no ISR changes."""
-        self.on_elected: Callable[[TopicPartition, int], None] = lambda tp, leader_epoch: None
+        self.on_elected = on_elected
         """Called (on the control-plane thread) when this broker starts leading a partition it did not
         lead, with the leader epoch: the group coordinator loads its groups then."""
-        self.on_resigned: Callable[[TopicPartition, int | None], None] = lambda tp, leader_epoch: None
+        self.on_resigned = on_resigned
         """Called when this broker follows a partition in a new epoch or stops its replica (no epoch)."""
-        self.on_topic_deleted: Callable[[str], None] = lambda topic: None
+        self.on_topic_deleted = on_topic_deleted
         """Called for each topic a StopReplica(delete) removed partitions of: caches keyed by topic
         name (the topic id) must not outlive it, since a topic created again under that name is new."""
         self.fetchers = ReplicaFetcherManager(

@@ -1,4 +1,4 @@
-"""The broker daemon: listeners on two planes, registration with its epoch, controlled shutdown.
+"""The broker daemon: its parts wired together, started and stopped in order, and its registration.
 
 Start-up order: listeners (so the registration can advertise bound ports), ZooKeeper session,
 registration (KIP-380: the czxid is the broker epoch), and only then the handler threads, so no
@@ -25,10 +25,13 @@ from authorizer.acl_authorizer import AclAuthorizer
 from broker.acl_apis import AclApis
 from broker.admin_apis import AdminApis
 from broker.alter_partition_manager import AlterPartitionManager
+from broker.alter_partition_manager import Outcome as IsrOutcome
+from broker.api_table import DataApis
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.authorization import RequestAuthorizer
-from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, BrokerConfig
+from broker.config import BrokerConfig
 from broker.config_apis import ConfigApis
+from broker.controlled_shutdown import ControlledShutdown
 from broker.controller_address import ControllerAddress
 from broker.controller_guard import ControllerEpochGuard, ZkController
 from broker.fetch import FetchApi
@@ -42,21 +45,21 @@ from broker.log_manager import LogManager
 from broker.metadata_api import MetadataApis
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from broker.network import ControlPriority, Listener, Request, RequestChannel
 from broker.offsets_api import OffsetsApi
+from broker.planes import ListenerServices, RequestPlanes
 from broker.produce import ProduceApi
 from broker.producer_ids import InitProducerIdApi, ProducerIdManager
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager
+from broker.request_channel import Outcome, Request
 from broker.topic_configs import TopicConfigStore, log_config_for
 from daemon.config import advertised
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.supervision import start_supervised
-from network.connection_quotas import ConnectionQuotas
-from protocol import CONTROL_APIS, ApiKey, ErrorCode, RequestHeader, encode_response, error_response_body
+from placement.errors import AdminError
 from security.sasl import ScramCredential
-from zkstore import admin, znodes
+from zkstore import cluster_reads, topic_writes, znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.batch_read import get_data_many
 from zkstore.client_metrics import ZooKeeperClientMetrics
@@ -66,11 +69,8 @@ from zkstore.znodes import TopicPartition
 
 log = logging.getLogger("broker")
 
-CONTROLLED_SHUTDOWN_VERSION = 2
 PRODUCER_EXPIRATION_CHECK_S = 600.0
 """Kafka's producer.id.expiration.check.interval.ms (an internal setting)."""
-DATA_PLANE_MAX_WAITING = 16
-"""Answers a client connection may have outstanding (acks=all produces waiting for the ISR)."""
 
 
 def log_config(config: BrokerConfig) -> LogConfig:
@@ -85,97 +85,111 @@ def log_config(config: BrokerConfig) -> LogConfig:
     )
 
 
+def fetcher_settings(config: BrokerConfig) -> FetcherSettings:
+    """How this broker's replica fetchers dial their leaders and size their fetches."""
+    return FetcherSettings(
+        broker_id=config.broker_id,
+        max_wait_ms=config.replica_fetch_wait_max_ms,
+        min_bytes=config.replica_fetch_min_bytes,
+        max_bytes=config.replica_fetch_response_max_bytes,
+        partition_max_bytes=config.replica_fetch_max_bytes,
+        backoff_s=config.replica_fetch_backoff_s,
+        socket_timeout_s=config.replica_socket_timeout_s,
+        security=config.dialing(config.security_protocols[config.inter_broker_listener_name]),
+    )
+
+
 class BrokerServer:
+    """The broker's composition root: every part is given its collaborators and hooks when it is built.
+
+    Where two parts need each other (the metrics read the planes and the replica manager, which feed
+    them; the replica manager and the AlterPartition manager or the group coordinator call each
+    other), the part built first is given a method of this class that reaches the other when called,
+    never an attribute assigned afterwards; so is what is known only once started (the cluster id,
+    the advertised endpoints, the producer-id manager).
+    """
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.name = f"broker {config.broker_id}"
         self.identity = BrokerIdentity(config.broker_id)
-        self.control_priority = ControlPriority() if config.control_plane_listener_name else None
         for directory in config.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
         self.events = EventLog(config.log_dir / "events.jsonl", f"broker-{config.broker_id}")
+        self.metrics = Metrics()
+        self.zk = AsyncZooKeeper(
+            config.zookeeper_connect,
+            session_timeout_ms=config.zookeeper_session_timeout_ms,
+            connect_timeout_s=config.zookeeper_connection_timeout_s,
+            security=config.zk_security,
+        )
+        self.authorizer = AclAuthorizer(self.zk, config.authorizer)
+        self.planes = RequestPlanes(config, self._handle)
         self.metadata_cache = MetadataCache()
         self.log_manager = LogManager(config.log_dir, log_config(config), self.events)
+        self.alter_partition = AlterPartitionManager(
+            self.zk,
+            config.broker_id,
+            self._epoch,
+            self._controller_endpoint,
+            self._isr_outcome,
+            timeout_s=config.controller_socket_timeout_s,
+        )
         self.replica_manager = ReplicaManager(
             config.broker_id,
             config.log_dir,
             self.events,
             log_manager=self.log_manager,
             metadata_cache=self.metadata_cache,
-            fetcher_settings=FetcherSettings(
-                broker_id=config.broker_id,
-                max_wait_ms=config.replica_fetch_wait_max_ms,
-                min_bytes=config.replica_fetch_min_bytes,
-                max_bytes=config.replica_fetch_response_max_bytes,
-                partition_max_bytes=config.replica_fetch_max_bytes,
-                backoff_s=config.replica_fetch_backoff_s,
-                socket_timeout_s=config.replica_socket_timeout_s,
-                security=config.dialing(config.security_protocols[config.inter_broker_listener_name]),
-            ),
-            checkpoint=self.control_priority.checkpoint if self.control_priority else lambda: None,
+            fetcher_settings=fetcher_settings(config),
+            checkpoint=self.planes.checkpoint or (lambda: None),
+            min_insync_replicas=config.min_insync_replicas,
+            on_isr_change=self._isr_changed,
+            propose_isr=self.alter_partition.submit,
+            on_elected=self._offsets_partition_elected,
+            on_resigned=self._offsets_partition_resigned,
+            on_topic_deleted=self.alter_partition.forget_topic,
         )
-        self.metrics = Metrics()
-        self.connection_quotas = ConnectionQuotas(
-            max_connections=config.max_connections,
-            max_per_ip=config.max_connections_per_ip,
-            exempt_listeners={config.control_plane_listener_name}
-            if config.control_plane_listener_name
-            else (),
-            on_refused=lambda listener, reason: self.broker_metrics.connection_closed(listener, reason),
+        meters = self.broker_metrics = BrokerMetrics(
+            self.metrics,
+            data=self.planes.data,
+            control=self.planes.control,
+            replicas=self.replica_manager,
+            epoch=self._epoch,
         )
-        self.epoch_guard = (
-            ControllerEpochGuard(
-                self._controller_in_zookeeper, timeout_s=config.zookeeper_session_timeout_ms / 1000
-            )
-            if config.controller_epoch_confirmation
-            else None
-        )
+        ZooKeeperClientMetrics(self.metrics).watch(self.zk)  # after the broker's own, as docs list them
+        produce = ProduceApi(self.replica_manager, on_append=meters.appended, on_result=meters.produced)
+        offsets_log = LocalOffsetsLog(self.replica_manager, produce, config.group.offsets_commit_timeout_ms)
+        self.group_coordinator = GroupCoordinator(config.broker_id, config.group, offsets_log, self.events)
         self.apis = KafkaApis(
-            self.identity, self.replica_manager, self.metadata_cache, self.events, guard=self.epoch_guard
+            self.identity,
+            self.replica_manager,
+            self.metadata_cache,
+            self.events,
+            handlers=self._data_apis(produce, self.group_coordinator, meters).table(),
+            guard=self._epoch_guard(),
+            authorization=RequestAuthorizer(self.authorizer) if config.authorizer.enabled else None,
+            on_handled=meters.request_handled,
+            on_denied=meters.authorization_denied,
         )
         self.cluster_id: str | None = None
-        metadata = MetadataApis(
-            config.broker_id,
-            self.metadata_cache,
-            lambda: {e.listener_name: (e.host, e.port) for e in self.advertised},
-            lambda: self.cluster_id,
-            lambda: self.apis.api_keys,
-            checkpoint=self.control_priority.checkpoint if self.control_priority else None,
-            auto_create=lambda topic: self.admin_apis.auto_create(topic),
-        )
-        self.apis.register(ApiKey.API_VERSIONS, metadata.api_versions)
-        self.apis.register(ApiKey.METADATA, metadata.metadata)
-        offsets = OffsetsApi(self.replica_manager)
-        self.replica_manager.min_insync_replicas = config.min_insync_replicas
-        self.produce_api = ProduceApi(self.replica_manager)
-        self.fetch_api = FetchApi(self.replica_manager)
-        self.apis.register(ApiKey.PRODUCE, self.produce_api.handle)
-        self.apis.register(ApiKey.FETCH, self.fetch_api.handle)
-        self.group_coordinator = GroupCoordinator(
-            config.broker_id,
-            config.group,
-            LocalOffsetsLog(self.replica_manager, self.produce_api, config.group.offsets_commit_timeout_ms),
-            self.events,
-        )
-        groups = GroupApis(self.group_coordinator, self.metadata_cache, self._create_offsets_topic)
-        for key, handler in (
-            (ApiKey.FIND_COORDINATOR, groups.find_coordinator),
-            (ApiKey.JOIN_GROUP, groups.join_group),
-            (ApiKey.SYNC_GROUP, groups.sync_group),
-            (ApiKey.HEARTBEAT, groups.heartbeat),
-            (ApiKey.LEAVE_GROUP, groups.leave_group),
-            (ApiKey.OFFSET_COMMIT, groups.offset_commit),
-            (ApiKey.OFFSET_FETCH, groups.offset_fetch),
-            (ApiKey.LIST_GROUPS, groups.list_groups),
-            (ApiKey.DESCRIBE_GROUPS, groups.describe_groups),
-            (ApiKey.DELETE_GROUPS, groups.delete_groups),
-            (ApiKey.INIT_PRODUCER_ID, self._init_producer_id),
-        ):
-            self.apis.register(key, handler)
-        self.admin_apis = AdminApis(
-            lambda: self.zk,
+        self.advertised: tuple[znodes.Endpoint, ...] = ()
+        self.metrics_port: int | None = None
+        self.producer_ids: InitProducerIdApi | None = None
+        self.topic_configs: TopicConfigStore | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._registering = asyncio.Lock()
+
+    def _data_apis(
+        self, produce: ProduceApi, coordinator: GroupCoordinator, meters: BrokerMetrics
+    ) -> DataApis:
+        """The objects behind the API table, each given what it works with (besides the parts built
+        first: the replica manager, the metadata cache, the log manager and the planes)."""
+        config, rm, cache, zk = self.config, self.replica_manager, self.metadata_cache, lambda: self.zk
+        admin = AdminApis(
+            zk,
             self._loop,
-            self.metadata_cache,
+            cache,
             self.events,
             config.topics,
             broker_id=config.broker_id,
@@ -184,102 +198,69 @@ class BrokerServer:
             log_dir=config.log_dir,
             log_sizes=self.log_manager.sizes,
         )
-        self.topic_configs: TopicConfigStore | None = None
-        configs = ConfigApis(
-            config.broker_id,
-            config.loaded,
-            self.log_manager.config,
-            lambda: self.zk,
-            self._loop,
-            self.metadata_cache,
+        return DataApis(
+            metadata=MetadataApis(
+                config.broker_id,
+                cache,
+                lambda: {e.listener_name: (e.host, e.port) for e in self.advertised},
+                lambda: self.cluster_id,
+                lambda: self.apis.api_keys,
+                checkpoint=self.planes.checkpoint,
+                auto_create=admin.auto_create,
+            ),
+            offsets=OffsetsApi(rm),
+            produce=produce,
+            fetch=FetchApi(rm, on_read=meters.fetched),
+            groups=GroupApis(coordinator, cache, self._create_offsets_topic),
+            init_producer_id=self._init_producer_id,
+            admin=admin,
+            configs=ConfigApis(
+                config.broker_id, config.loaded, self.log_manager.config, zk, self._loop, cache
+            ),
+            acls=AclApis(lambda: self.authorizer, zk, self._loop),
+            forwarded=ForwardedAdminApis(
+                self._controller_endpoint,
+                self._loop,
+                cache,
+                broker_id=config.broker_id,
+                socket_timeout_s=config.controller_socket_timeout_s,
+            ),
         )
-        acls = AclApis(lambda: self.authorizer, lambda: self.zk, self._loop)
-        forwarded = ForwardedAdminApis(
-            self._controller_endpoint,
-            self._loop,
-            self.metadata_cache,
-            broker_id=config.broker_id,
-            socket_timeout_s=config.controller_socket_timeout_s,
-        )
-        for key, handler in (
-            (ApiKey.ELECT_LEADERS, forwarded.elect_leaders),
-            (ApiKey.ALTER_PARTITION_REASSIGNMENTS, forwarded.alter_partition_reassignments),
-            (ApiKey.LIST_PARTITION_REASSIGNMENTS, forwarded.list_partition_reassignments),
-            (ApiKey.DESCRIBE_CONFIGS, configs.describe_configs),
-            (ApiKey.ALTER_CONFIGS, configs.alter_configs),
-            (ApiKey.INCREMENTAL_ALTER_CONFIGS, configs.incremental_alter_configs),
-            (ApiKey.CREATE_TOPICS, self.admin_apis.create_topics),
-            (ApiKey.DELETE_TOPICS, self.admin_apis.delete_topics),
-            (ApiKey.CREATE_PARTITIONS, self.admin_apis.create_partitions),
-            (ApiKey.DESCRIBE_CLUSTER, self.admin_apis.describe_cluster),
-            (ApiKey.DESCRIBE_LOG_DIRS, self.admin_apis.describe_log_dirs),
-            (ApiKey.DESCRIBE_ACLS, acls.describe_acls),
-            (ApiKey.CREATE_ACLS, acls.create_acls),
-            (ApiKey.DELETE_ACLS, acls.delete_acls),
-        ):
-            self.apis.register(key, handler)
-        self.replica_manager.on_elected = self._offsets_partition_elected
-        self.replica_manager.on_resigned = self._offsets_partition_resigned
-        self.apis.register(ApiKey.LIST_OFFSETS, offsets.list_offsets)
-        self.apis.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, offsets.offset_for_leader_epoch)
-        self.data_channel = RequestChannel(
-            "DataPlane",
-            capacity=config.queued_max_requests,
-            threads=config.num_io_threads,
-            thread_prefix="data-plane",
-            handle=self.apis.handle,
-            yield_to=self.control_priority,
-        )
-        self.control_channel = (
-            RequestChannel(
-                "ControlPlane",
-                capacity=CONTROL_PLANE_QUEUE_CAPACITY,
-                threads=1,
-                thread_prefix="control-plane",
-                handle=self.apis.handle,
-            )
-            if config.control_plane_listener_name
-            else None
-        )
-        self.broker_metrics = BrokerMetrics(
-            self.metrics,
-            data=self.data_channel,
-            control=self.control_channel,
-            replicas=self.replica_manager,
-            epoch=lambda: self.identity.epoch,
-        )
-        self.apis.on_handled = self.broker_metrics.request_handled
-        self.replica_manager.on_isr_change = self.broker_metrics.isr_changed
-        self.produce_api.on_append = self.broker_metrics.appended
-        self.produce_api.on_result = self.broker_metrics.produced
-        self.fetch_api.on_read = self.broker_metrics.fetched
-        self.listeners: dict[str, Listener] = {}
-        self.advertised: tuple[znodes.Endpoint, ...] = ()
-        self.zk = AsyncZooKeeper(
-            config.zookeeper_connect,
-            session_timeout_ms=config.zookeeper_session_timeout_ms,
-            connect_timeout_s=config.zookeeper_connection_timeout_s,
-            security=config.zk_security,
-        )
-        ZooKeeperClientMetrics(self.metrics).watch(self.zk)
-        self.authorizer = AclAuthorizer(self.zk, config.authorizer)
-        if config.authorizer.enabled:
-            self.apis.authorization = RequestAuthorizer(self.authorizer)
-            self.apis.on_denied = self.broker_metrics.authorization_denied
-        self.metrics_port: int | None = None
-        self.alter_partition: AlterPartitionManager | None = None
-        self.producer_ids: InitProducerIdApi | None = None
-        self._tasks: list[asyncio.Task[None]] = []
-        self._registering = asyncio.Lock()
+
+    def _epoch_guard(self) -> ControllerEpochGuard | None:
+        """With ``controller.epoch.confirmation``: new controller epochs confirmed in ZooKeeper."""
+        if not self.config.controller_epoch_confirmation:
+            return None
+        timeout_s = self.config.zookeeper_session_timeout_ms / 1000
+        return ControllerEpochGuard(self._controller_in_zookeeper, timeout_s=timeout_s)
+
+    # -- what parts built before another reach it through
+
+    def _handle(self, request: Request) -> Outcome:
+        """The handler threads' entry point: the planes are built before the APIs, whose metrics read them."""
+        return self.apis.handle(request)
+
+    def _isr_changed(self, expanded: bool) -> None:
+        self.broker_metrics.isr_changed(expanded)
+
+    def _isr_outcome(self, outcome: IsrOutcome) -> None:
+        self.replica_manager.isr_outcome(outcome)
+
+    def _epoch(self) -> int:
+        return self.identity.epoch
 
     # -- lifecycle
 
     async def start(self) -> None:
-        bound: dict[str, int] = {}
-        for endpoint in self.config.listeners:
-            listener = self._listener(endpoint.listener_name)
-            bound[endpoint.listener_name] = await listener.start(endpoint.host, endpoint.port)
-            self.listeners[endpoint.listener_name] = listener
+        bound = await self.planes.listen(
+            ListenerServices(
+                unsupported=self.apis.unsupported_version_response,
+                api_versions=self.apis.api_versions_response,
+                credentials=self._scram_credential,
+                on_sent=self.broker_metrics.response_sent,
+                on_closed=self.broker_metrics.connection_closed,
+            )
+        )
         self.advertised = tuple(advertised(e, bound[e.listener_name]) for e in self.config.advertised)
         if self.config.metrics_port is not None:
             self.metrics_port = self.metrics.serve(self.config.metrics_port)
@@ -292,7 +273,7 @@ class BrokerServer:
         self.cluster_id = await cluster_id(self.zk)
         loop = asyncio.get_running_loop()
         self.group_coordinator.bind(loop)
-        existing = await admin.partition_count(self.zk, OFFSETS_TOPIC)
+        existing = await cluster_reads.partition_count(self.zk, OFFSETS_TOPIC)
         if existing is not None:  # Kafka fixes the count at start-up: a group never changes partition
             self.group_coordinator.partition_count = existing
         self.producer_ids = InitProducerIdApi(
@@ -301,22 +282,10 @@ class BrokerServer:
         self.topic_configs = TopicConfigStore(self.zk, self._apply_topic_config)
         await self.topic_configs.start()
         await self.register()
-        self.alter_partition = AlterPartitionManager(
-            self.zk,
-            self.config.broker_id,
-            lambda: self.identity.epoch,
-            self._controller_endpoint,
-            self.replica_manager.isr_outcome,
-            timeout_s=self.config.controller_socket_timeout_s,
-        )
         self.alter_partition.start()
-        self.replica_manager.propose_isr = self.alter_partition.submit
-        self.replica_manager.on_topic_deleted = self.alter_partition.forget_topic
         # Requests that arrived before registration wait in the queues until the epoch is known, as
         # Kafka only starts processing requests once the broker is registered.
-        self.data_channel.start()
-        if self.control_channel is not None:
-            self.control_channel.start()
+        self.planes.start_handlers()
         self._tasks.append(start_supervised("offsets-expiry", self._expire_offsets))
         for name, interval, job in (
             (
@@ -340,33 +309,6 @@ class BrokerServer:
             min_insync_replicas=self.config.min_insync_replicas,
         )
 
-    def _listener(self, name: str) -> Listener:
-        control = name == self.config.control_plane_listener_name
-        channel = self.control_channel if control and self.control_channel else self.data_channel
-
-        def reject(header: RequestHeader) -> bytes:
-            body = error_response_body(header.api_key, header.api_version, ErrorCode.INVALID_REQUEST)
-            log.warning("listener %s serves control requests only: API key %d refused", name, header.api_key)
-            return encode_response(header.api_key, header.api_version, header.correlation_id, body)
-
-        return Listener(
-            name,
-            channel,
-            accepts=(CONTROL_APIS | {ApiKey.API_VERSIONS}) if control else None,
-            reject=reject,
-            unsupported=self.apis.unsupported_version_response,
-            max_frame_size=self.config.socket_request_max_bytes,
-            on_sent=self.broker_metrics.response_sent,
-            priority=self.control_priority if control else None,
-            max_waiting=1 if control else DATA_PLANE_MAX_WAITING,
-            quotas=self.connection_quotas,
-            idle_s=self.config.connections_max_idle_ms / 1000,
-            on_closed=self.broker_metrics.connection_closed,
-            security=self.config.listener_security.get(name),
-            credentials=self._scram_credential,
-            api_versions=self.apis.api_versions_response,
-        )
-
     async def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         """A SASL/SCRAM client's stored credential, read from ZooKeeper at each authentication."""
         return await read_scram_credential(self.zk, user, mechanism)
@@ -383,18 +325,12 @@ class BrokerServer:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.alter_partition is not None:
-            await self.alter_partition.stop()
-        for listener in self.listeners.values():
-            await listener.close()
+        await self.alter_partition.stop()
+        await self.planes.close_listeners()
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.replica_manager.produce_purgatory.shutdown)
         await loop.run_in_executor(None, self.replica_manager.fetch_purgatory.shutdown)
-        await self.data_channel.stop()
-        if self.control_channel is not None:
-            await self.control_channel.stop()
-        if self.control_priority is not None:
-            self.control_priority.close()
+        await self.planes.stop_handlers()
         await loop.run_in_executor(None, self.replica_manager.shutdown)
         self.replica_manager.checkpoint_high_watermarks()
         await self.zk.close()
@@ -500,7 +436,7 @@ class BrokerServer:
         """``__consumer_offsets`` on first use, over the live brokers (its replication factor capped at
         them, with a warning, so a small local cluster still gets one)."""
         group = self.config.group
-        live = await admin.live_broker_ids(self.zk)
+        live = await cluster_reads.live_broker_ids(self.zk)
         factor = min(group.offsets_topic_replication_factor, len(live))
         if factor < group.offsets_topic_replication_factor:
             log.warning(
@@ -516,10 +452,10 @@ class BrokerServer:
             "compression.type": "producer",
         }
         try:
-            await admin.create_internal_topic(
+            await topic_writes.create_internal_topic(
                 self.zk, OFFSETS_TOPIC, self.group_coordinator.partition_count, factor, configs
             )
-        except admin.AdminError as exc:
+        except AdminError as exc:
             log.info("%s not created: %s", OFFSETS_TOPIC, exc)
             return
         self.events.emit(
@@ -578,51 +514,15 @@ class BrokerServer:
     async def controlled_shutdown(self) -> bool:
         """Kafka's procedure: ask the active controller to move leadership away, retrying with backoff."""
         config = self.config
-        for attempt in range(1, config.controlled_shutdown_max_retries + 1):
-            outcome = await self._controlled_shutdown_attempt()
-            self.events.emit(
-                "controlled_shutdown_attempt",
-                attempt=attempt,
-                broker_epoch=self.identity.epoch,
-                **outcome,
-            )
-            if outcome.get("error") == "NONE" and not outcome.get("remaining"):
-                log.info("broker %d: controlled shutdown succeeded", config.broker_id)
-                return True
-            if attempt < config.controlled_shutdown_max_retries:
-                await asyncio.sleep(config.controlled_shutdown_retry_backoff_s)
-        log.warning(
-            "broker %d: controlled shutdown failed; proceeding to do an unclean shutdown", config.broker_id
-        )
-        return False
-
-    async def _controlled_shutdown_attempt(self) -> dict[str, object]:
-        found = await self._controller_endpoint()
-        if found is None:
-            return {"error": "NO_CONTROLLER"}
-        controller_id = found.controller_id
-        timeout = self.config.controller_socket_timeout_s
-        try:
-            connection = await found.connect(f"broker-{self.config.broker_id}", timeout)
-        except (OSError, TimeoutError) as exc:
-            return {"controller_id": controller_id, "error": "CONNECTION_FAILED", "reason": str(exc)}
-        try:
-            _, response = await connection.send(
-                ApiKey.CONTROLLED_SHUTDOWN,
-                CONTROLLED_SHUTDOWN_VERSION,
-                {"broker_id": self.config.broker_id, "broker_epoch": self.identity.epoch},
-                timeout=timeout,
-            )
-        except (ConnectionError, TimeoutError) as exc:
-            return {"controller_id": controller_id, "error": "REQUEST_FAILED", "reason": str(exc)}
-        finally:
-            await connection.close()
-        remaining = [f"{p['topic_name']}-{p['partition_index']}" for p in response["remaining_partitions"]]
-        return {
-            "controller_id": controller_id,
-            "error": ErrorCode.name_of(response["error_code"]),
-            "remaining": remaining,
-        }
+        return await ControlledShutdown(
+            config.broker_id,
+            self._epoch,
+            self._controller_endpoint,
+            self.events,
+            max_retries=config.controlled_shutdown_max_retries,
+            retry_backoff_s=config.controlled_shutdown_retry_backoff_s,
+            timeout_s=config.controller_socket_timeout_s,
+        ).run()
 
 
 CLUSTER_ID = "/cluster/id"

@@ -23,7 +23,8 @@ from kazoo.protocol.states import WatchedEvent
 
 from broker.log import LogConfig
 from daemon.supervision import start_supervised
-from zkstore import admin
+from placement.errors import AdminError
+from zkstore import entity_configs
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many
 
@@ -122,7 +123,7 @@ class TopicConfigStore:
         self._last_change = -1
 
     async def start(self) -> None:
-        await self.zk.ensure_path(admin.CONFIG_CHANGES)
+        await self.zk.ensure_path(entity_configs.CONFIG_CHANGES)
         # Changes from here on are seen, and then every topic's current overrides are read, so none is
         # missed between the two.
         await self._changes()
@@ -134,7 +135,7 @@ class TopicConfigStore:
         ``/config/topics/T`` written (without a notification) before its assignment."""
         children = await self.zk.get_children(TOPIC_CONFIGS_PATH, watch=self._watch_topics)
         new = [topic for topic in children if topic not in self.overrides]
-        found = await get_data_many(self.zk, [admin.topic_config_path(topic) for topic in new])
+        found = await get_data_many(self.zk, [entity_configs.topic_config_path(topic) for topic in new])
         for topic, result in zip(new, found, strict=True):
             if isinstance(result, NoNodeError):
                 self._install(topic, None)
@@ -147,14 +148,14 @@ class TopicConfigStore:
         start_supervised("topic-configs", self._topics)
 
     async def _changes(self) -> None:
-        children = await self.zk.get_children(admin.CONFIG_CHANGES, watch=self._watch)
+        children = await self.zk.get_children(entity_configs.CONFIG_CHANGES, watch=self._watch)
         for name in sorted(children):
             sequence = _sequence(name)
             if sequence is None or sequence <= self._last_change:
                 continue
             self._last_change = sequence
             try:
-                data, _ = await self.zk.get(f"{admin.CONFIG_CHANGES}/{name}")
+                data, _ = await self.zk.get(f"{entity_configs.CONFIG_CHANGES}/{name}")
                 entity = json.loads(data).get("entity_path", "")
             except (NoNodeError, ValueError, AttributeError):
                 continue  # gone already, or not Kafka's JSON: ignored, as Kafka does
@@ -168,17 +169,17 @@ class TopicConfigStore:
 
     async def _reload(self, topic: str) -> None:
         try:
-            data, _ = await self.zk.get(admin.topic_config_path(topic))
+            data, _ = await self.zk.get(entity_configs.topic_config_path(topic))
         except NoNodeError:
             data = None
         self._install(topic, data)
 
     def _install(self, topic: str, data: bytes | None) -> None:
         """Apply a topic's ``/config/topics/T`` as read (None: gone), if it changed what is in force."""
-        path = admin.topic_config_path(topic)
+        path = entity_configs.topic_config_path(topic)
         try:
-            overrides = {} if data is None else admin.decode_entity_config(data, path)
-        except admin.AdminError as exc:
+            overrides = {} if data is None else entity_configs.decode_entity_config(data, path)
+        except AdminError as exc:
             log.error("skipping the configs of topic %s: %s", topic, exc)
             return
         valid = {}
@@ -200,7 +201,7 @@ class TopicConfigStore:
 
 
 def _sequence(name: str) -> int | None:
-    if not name.startswith(admin.CONFIG_CHANGE_PREFIX):
+    if not name.startswith(entity_configs.CONFIG_CHANGE_PREFIX):
         return None
-    digits = name[len(admin.CONFIG_CHANGE_PREFIX) :]
+    digits = name[len(entity_configs.CONFIG_CHANGE_PREFIX) :]
     return int(digits) if digits.isdigit() else None

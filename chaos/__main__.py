@@ -26,14 +26,14 @@ from chaos.run import RunConfig, RunResult, run
 from chaos.schedule import DEFAULT_FAULTS, FAULTS, ROLES
 from chaos.target import Target
 from chaos.verdict import Verdict, judge, read_lines
-from cluster import launcher
+from cluster import launcher, node_control, state_file
 from cluster.admin_cli import print_table
 from cluster.lifecycle_cli import add_dir_option, fail
 from cluster.processes import DaemonError
 from deploy.compose import COMPOSE_FILE, Compose
 from deploy.engine import EngineError
-from zkserver.local_server import LocalServerError
-from zkstore.admin import AdminError
+from placement.errors import AdminError
+from zkserver.errors import LocalServerError
 
 COMPOSE_DIR = Path(".run/compose")
 """``--dir`` of a run with ``--compose`` unless given."""
@@ -72,6 +72,22 @@ def parser() -> argparse.ArgumentParser:
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     go = commands.add_parser("run", help="one chaos run against the cluster in --dir")
+    _run_arguments(go)
+    _target_arguments(go)
+    go.set_defaults(handler=run_command)
+    many = commands.add_parser(
+        "campaign", help="many runs, each on a fresh cluster under --dir with the next seed; one summary"
+    )
+    _campaign_arguments(many)
+    many.set_defaults(handler=campaign_command)
+    listing = commands.add_parser("list", help="the chaos runs recorded under --dir")
+    add_dir_option(listing)
+    listing.set_defaults(handler=list_command)
+    return top
+
+
+def _run_arguments(go: argparse.ArgumentParser) -> None:
+    """``run``: where it records, its faults and its workload."""
     add_dir_option(go)
     go.add_argument(
         "--duration", type=_positive(float), default=60.0, help="seconds of faults and produce (60)"
@@ -112,6 +128,10 @@ def parser() -> argparse.ArgumentParser:
         help="fault loops at once: 2 or more is a mixed run whose faults overlap, never on one node, one "
         "cut or one ZooKeeper fault (1)",
     )
+
+
+def _target_arguments(go: argparse.ArgumentParser) -> None:
+    """``run``: the cluster it breaks, a compose project's or one it starts itself."""
     go.add_argument(
         "--compose",
         type=Path,
@@ -136,10 +156,10 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument(
         "--zookeeper-nodes", type=int, choices=(1, 3), default=1, help="with --start: ZooKeeper servers (1)"
     )
-    go.set_defaults(handler=run_command)
-    many = commands.add_parser(
-        "campaign", help="many runs, each on a fresh cluster under --dir with the next seed; one summary"
-    )
+
+
+def _campaign_arguments(many: argparse.ArgumentParser) -> None:
+    """``campaign``: how many runs, their seeds, and what each run does."""
     add_dir_option(many)
     many.add_argument("--runs", type=_positive(int), default=20, help="how many runs (20)")
     many.add_argument("--first-seed", type=int, default=1, help="the first run's seed; then +1 each (1)")
@@ -152,11 +172,6 @@ def parser() -> argparse.ArgumentParser:
     many.add_argument("--netns", action="store_true", help="every node in its own namespace (root)")
     many.add_argument("--zookeeper-nodes", type=int, choices=(1, 3), default=1)
     many.add_argument("--overlap", type=_positive(int), default=1, help="fault loops at once (1)")
-    many.set_defaults(handler=campaign_command)
-    listing = commands.add_parser("list", help="the chaos runs recorded under --dir")
-    add_dir_option(listing)
-    listing.set_defaults(handler=list_command)
-    return top
 
 
 def _logging() -> None:
@@ -195,7 +210,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         target: Target | None = None
         if args.compose is not None:
-            directory = COMPOSE_DIR if args.dir == launcher.DEFAULT_DIR else args.dir
+            directory = COMPOSE_DIR if args.dir == state_file.DEFAULT_DIR else args.dir
             compose = Compose(environment={}, project=args.project, files=(args.compose,))
             target = ComposeCluster(directory, compose)
         if args.start:
@@ -204,7 +219,7 @@ def run_command(args: argparse.Namespace) -> int:
             asyncio.run(launcher.up(args.dir, layout))
             started = True
         result = asyncio.run(run(config, target))
-    except (ChaosError, launcher.ClusterError, AdminError, EngineError) as exc:
+    except (ChaosError, state_file.ClusterError, AdminError, EngineError) as exc:
         return fail(str(exc))
     except (KazooException, KafkaException, DaemonError, LocalServerError, OSError) as exc:
         return fail(f"{type(exc).__name__}: {exc}")
@@ -213,8 +228,8 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         if started:
             try:
-                launcher.down(args.dir)
-            except launcher.ClusterError as exc:  # must not hide the run's own outcome or error
+                node_control.down(args.dir)
+            except state_file.ClusterError as exc:  # must not hide the run's own outcome or error
                 logging.getLogger("chaos").error("stopping the cluster in %s: %s", args.dir, exc)
     summary(Console(), result)
     return 0 if result.ok else 1
@@ -236,7 +251,7 @@ def campaign_command(args: argparse.Namespace) -> int:
     )
     try:
         result = campaign(CampaignConfig(args.dir.resolve(), args.runs, args.first_seed, layout, template))
-    except (ChaosError, launcher.ClusterError, AdminError) as exc:
+    except (ChaosError, state_file.ClusterError, AdminError) as exc:
         return fail(str(exc))
     print(json.dumps({k: v for k, v in result.items() if k != "results"}, indent=2))
     return 0 if result["ok"] == result["runs"] else 1

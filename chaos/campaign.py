@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.run import RunConfig, RunResult, run
-from cluster import launcher
+from cluster import launcher, node_control
 
 log = logging.getLogger("chaos.campaign")
 
@@ -75,7 +75,7 @@ def campaign(config: CampaignConfig) -> dict[str, Any]:
         try:
             result = asyncio.run(run(_with(config.run, cluster_dir, seed)))
         finally:
-            launcher.down(cluster_dir)
+            node_control.down(cluster_dir)
         rows.append(_row(seed, result, time.monotonic() - started))
         log.info("seed %d: %s", seed, "ok" if result.ok else "FAILED")
         summary = {

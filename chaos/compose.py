@@ -52,8 +52,8 @@ from deploy.compose import (
     zookeeper_id,
 )
 from deploy.engine import EngineError, docker
-from zkserver.local_server import server_mode
-from zkstore import admin
+from zkserver.four_letter_words import server_mode
+from zkstore import admin_session
 from zkstore.aio import AsyncZooKeeper
 from zkstore.znodes import Endpoint
 
@@ -181,7 +181,7 @@ class ComposeCluster:
         )
 
     def zookeeper_session(self) -> contextlib.AbstractAsyncContextManager[AsyncZooKeeper]:
-        return admin.connect(self.zookeeper_connect())
+        return admin_session.connect(self.zookeeper_connect())
 
     def zookeeper_leader(self) -> str | None:
         """The ZooKeeper service whose server says it leads (or serves alone), or None."""

@@ -1,7 +1,7 @@
 """Doing and undoing faults on a local cluster's daemons, one at a time, and recording each in the run's
 ``events.jsonl`` (node ``chaos``) so the audit can line them up with what the daemons logged.
 
-The process work goes through :func:`cluster.launcher.node_action`, the same code as ``python -m
+The process work goes through :func:`cluster.node_control.node_action`, the same code as ``python -m
 cluster kill|bounce|restart``, so ``cluster.json`` keeps every new pid. ``node_action`` blocks, so it
 runs in a worker thread and the event loop stays free for ZooKeeper reads and the run's timer.
 """
@@ -23,9 +23,9 @@ from kazoo.exceptions import KazooException
 from chaos.network import NetworkFaults
 from chaos.schedule import ENDING, EXPIRING, NETWORK_FAULTS, ZOOKEEPER_FAULTS, Node, Step
 from chaos.zookeeper_faults import ZooKeeperFaults
-from cluster import launcher
+from cluster import node_control, state_file
 from daemon.eventlog import EventLog
-from zkstore import admin
+from zkstore import cluster_reads
 from zkstore.aio import AsyncZooKeeper
 
 log = logging.getLogger("chaos.faults")
@@ -163,7 +163,7 @@ class BrokerEpochs:
     async def epoch(self, broker_id: int) -> int | None:
         """The broker's registration czxid (KIP-380 epoch), None when it is not registered."""
         try:
-            brokers = await admin.broker_list(self.zk)
+            brokers = await cluster_reads.broker_list(self.zk)
         except KazooException as exc:  # a ZooKeeper node may be the one down
             log.debug("reading /brokers/ids failed: %r", exc)
             return None
@@ -188,7 +188,7 @@ class ClusterInjector:
         """Controllers taken down: how many ``controller_started`` lines their log had before."""
 
     def _entry(self, name: str) -> dict[str, Any]:
-        return launcher.find(launcher.load_state(self.directory), name)
+        return state_file.find(state_file.load_state(self.directory), name)
 
     async def inject(self, step: Step) -> bool:
         entry = self._entry(step.target)
@@ -200,9 +200,9 @@ class ClusterInjector:
             self._starts[step.target] = _controller_starts(entry)
         if step.fault in NETWORK_FAULTS or step.fault in ZOOKEEPER_FAULTS:
             return await self._inject_around(step)
-        if pid is None or not launcher.alive(pid):
+        if pid is None or not state_file.alive(pid):
             self._note_crash(step.target, entry["role"], pid)
-            await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
+            await asyncio.to_thread(node_control.node_action, self.directory, step.target, "restart")
             await self.settle(step)
             return False
         detail = {
@@ -220,7 +220,7 @@ class ClusterInjector:
                 os.kill(pid, signal.SIGSTOP)
             self._paused[step.target] = (pid, time.monotonic())
         else:
-            await asyncio.to_thread(launcher.node_action, self.directory, step.target, step.fault)
+            await asyncio.to_thread(node_control.node_action, self.directory, step.target, step.fault)
         return True
 
     async def _inject_around(self, step: Step) -> bool:
@@ -241,14 +241,14 @@ class ClusterInjector:
             log.info("healed %s of %s", step.fault, step.target)
             self.events.emit("fault_healed", fault=step.fault, target=step.target, role=step.role)
         elif step.fault == "kill":
-            entry = await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
+            entry = await asyncio.to_thread(node_control.node_action, self.directory, step.target, "restart")
             log.info("started %s again (pid %s)", step.target, entry["pid"])
             self.events.emit("fault_healed", fault="kill", target=step.target, role=step.role)
         elif step.target in self._paused:
             pid = self._resume(step.target, step.role)
-            if not launcher.alive(pid):  # it exited around the SIGSTOP: start it, as for a crash
+            if not state_file.alive(pid):  # it exited around the SIGSTOP: start it, as for a crash
                 self._note_crash(step.target, step.role, pid)
-                await asyncio.to_thread(launcher.node_action, self.directory, step.target, "restart")
+                await asyncio.to_thread(node_control.node_action, self.directory, step.target, "restart")
 
     def _resume(self, name: str, role: str) -> int:
         """SIGCONT a paused node; returns its pid."""
@@ -264,20 +264,20 @@ class ClusterInjector:
     async def heal_all(self) -> None:
         """Leave every node running and reachable: heal every cut, start what a ZooKeeper fault took
         down, resume what is still paused, start what is not running."""
-        if launcher.network_of(launcher.load_state(self.directory)) is not None:
+        if state_file.network_of(state_file.load_state(self.directory)) is not None:
             await self.network.heal()
         await self.zookeeper.heal()
         for name in list(self._paused):
             self._resume(name, self._entry(name)["role"])
-        for entry in launcher.load_state(self.directory)["processes"]:
+        for entry in state_file.load_state(self.directory)["processes"]:
             pid = entry.get("pid")
             if _stopped(pid):
                 log.warning("%s (pid %s) was stopped; sending SIGCONT", entry["name"], pid)
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
-            if not launcher.alive(pid):
+            if not state_file.alive(pid):
                 self._note_crash(entry["name"], entry["role"], pid)
-                await asyncio.to_thread(launcher.node_action, self.directory, entry["name"], "restart")
+                await asyncio.to_thread(node_control.node_action, self.directory, entry["name"], "restart")
 
     def _note_crash(self, name: str, role: str, pid: int | None) -> None:
         """A node down that no fault took down: said in the log and the run's events (the audit's

@@ -28,7 +28,8 @@ from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
 from cluster import verify_replicas
 from daemon.eventlog import EventLog
-from zkstore import admin
+from placement.errors import AdminError
+from zkstore import cluster_reads, topic_writes
 from zkstore.aio import AsyncZooKeeper
 
 log = logging.getLogger("chaos.run")
@@ -105,16 +106,16 @@ def new_run_dir(directory: Path) -> tuple[str, Path]:
 async def ensure_topic(zk: AsyncZooKeeper, topic: str, partitions: int, rf: int) -> int:
     """Create ``topic`` unless it exists, then wait until every partition has a leader; returns its
     partition count (an existing topic keeps its own)."""
-    existing = {t.topic: t for t in await admin.list_topics(zk)}
+    existing = {t.topic: t for t in await cluster_reads.list_topics(zk)}
     if topic in existing:
         partitions = existing[topic].partition_count
         log.info("topic %s exists with %d partitions; using it", topic, partitions)
     else:
-        await admin.create_new_topic(zk, topic, partitions, rf)
+        await topic_writes.create_new_topic(zk, topic, partitions, rf)
         log.info("created topic %s: %d partitions, replication factor %d", topic, partitions, rf)
     deadline = time.monotonic() + LED_TIMEOUT_S
     while True:
-        described = await admin.describe_topics(zk, [topic])
+        described = await cluster_reads.describe_topics(zk, [topic])
         if len(described) == partitions and all(p.leader is not None and p.leader >= 0 for p in described):
             return partitions
         if time.monotonic() > deadline:
@@ -126,7 +127,7 @@ async def wait_replicated(zk: AsyncZooKeeper, topic: str, timeout_s: float = REP
     """Until every partition has a leader and its whole replica set in the ISR."""
     deadline = time.monotonic() + timeout_s
     while True:
-        partitions = await admin.describe_topics(zk, [topic])
+        partitions = await cluster_reads.describe_topics(zk, [topic])
         short = [p for p in partitions if p.leader is None or p.leader < 0 or set(p.isr) != set(p.replicas)]
         if not short:
             return
@@ -159,18 +160,7 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
     target = target or LocalCluster(config.directory)
     directory = target.directory
     seed = config.seed if config.seed is not None else random.randrange(2**31)
-    nodes = target.nodes()
-    schedules = [
-        FaultSchedule(
-            nodes,
-            faults=config.faults,
-            roles=config.roles,
-            interval_s=config.interval_s,
-            seed=seed + LANE_SEED_STEP * lane,
-            cuts=target.cuts,
-        )
-        for lane in range(config.overlap)
-    ]
+    schedules = _schedules(config, target, seed)
     servers = target.bootstrap_servers()
     started = time.monotonic()
     async with target.zookeeper_session() as zk:
@@ -178,52 +168,14 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
         # leaves no run directory behind for `list` and the audit.
         topics = {config.topic: "all", **({config.acks1_topic: "1"} if config.acks1_topic else {})}
         counts = {t: await ensure_topic(zk, t, config.partitions, config.replication_factor) for t in topics}
-        partitions = counts[config.topic]
         run_id, run_dir = new_run_dir(directory)
         log.info("chaos run %s in %s (seed %d)", run_id, run_dir, seed)
         async with _logs(run_dir) as (events, history):
-            events.emit(
-                "run_started",
-                run_id=run_id,
-                topic=config.topic,
-                partitions=partitions,
-                replication_factor=config.replication_factor,
-                faults=list(config.faults),
-                seed=seed,
-                duration_s=float(config.duration_s),
-                rate=config.rate,
-                interval_s=float(config.interval_s),
-                overlap=config.overlap,
-                acks1_topic=config.acks1_topic,
-            )
+            _emit_started(events, config, run_id, counts[config.topic], seed)
             injector = target.injector(events, zk)
-            workloads = [
-                ProducerWorkload(
-                    servers,
-                    t,
-                    run_id,
-                    config.rate if acks == "all" else max(1, config.rate // 2),
-                    history,
-                    acks=acks,
-                    idempotent=config.idempotent and acks == "all",
-                ).start()
-                for t, acks in topics.items()
-            ]
+            workloads = _start_producers(config, servers, run_id, history, topics)
             group = GroupWorkload(servers, config.topic, run_id, history).start() if config.group else None
-            try:
-                try:
-                    await _faults_for(config.duration_s, schedules, injector)
-                finally:
-                    await injector.heal_all()
-            except BaseException:
-                # The producers still stop, but a failure to stop must not hide why the run ended.
-                for workload in workloads:
-                    with contextlib.suppress(Exception):
-                        await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
-                if group is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.to_thread(group.stop)
-                raise
+            await _faults_then_heal(config.duration_s, schedules, injector, workloads, group)
             log.info("faults over and healed; stopping the producers")
             consumed = await _read_back_all(zk, servers, workloads, counts, history)
             if group is not None:
@@ -247,6 +199,85 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
         verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
         unsafe = safety.violations(daemon_lines, run_lines, judged_at)
         return RunResult(run_id, run_dir, seed, verdict, injector.crashed, unsafe, inconsistent, figures)
+
+
+def _schedules(config: RunConfig, target: Target, seed: int) -> list[FaultSchedule]:
+    """One fault schedule per lane (``config.overlap``) over the target's nodes, lane n seeded with
+    ``seed`` plus n times ``LANE_SEED_STEP``."""
+    nodes = target.nodes()
+    return [
+        FaultSchedule(
+            nodes,
+            faults=config.faults,
+            roles=config.roles,
+            interval_s=config.interval_s,
+            seed=seed + LANE_SEED_STEP * lane,
+            cuts=target.cuts,
+        )
+        for lane in range(config.overlap)
+    ]
+
+
+def _emit_started(events: EventLog, config: RunConfig, run_id: str, partitions: int, seed: int) -> None:
+    """``run_started``: what the run is about to do, with the seed it uses."""
+    events.emit(
+        "run_started",
+        run_id=run_id,
+        topic=config.topic,
+        partitions=partitions,
+        replication_factor=config.replication_factor,
+        faults=list(config.faults),
+        seed=seed,
+        duration_s=float(config.duration_s),
+        rate=config.rate,
+        interval_s=float(config.interval_s),
+        overlap=config.overlap,
+        acks1_topic=config.acks1_topic,
+    )
+
+
+def _start_producers(
+    config: RunConfig, servers: str, run_id: str, history: EventLog, topics: dict[str, str]
+) -> list[ProducerWorkload]:
+    """One started producer per topic (name -> acks): the acks=all one at the run's rate, the acks=1
+    one at half of it; only an acks=all producer may be idempotent."""
+    return [
+        ProducerWorkload(
+            servers,
+            t,
+            run_id,
+            config.rate if acks == "all" else max(1, config.rate // 2),
+            history,
+            acks=acks,
+            idempotent=config.idempotent and acks == "all",
+        ).start()
+        for t, acks in topics.items()
+    ]
+
+
+async def _faults_then_heal(
+    duration_s: float,
+    schedules: list[FaultSchedule],
+    injector: RunInjector,
+    workloads: list[ProducerWorkload],
+    group: GroupWorkload | None,
+) -> None:
+    """Faults for ``duration_s``, then every one healed. When that fails, the producers and the group
+    still stop before the failure goes on."""
+    try:
+        try:
+            await _faults_for(duration_s, schedules, injector)
+        finally:
+            await injector.heal_all()
+    except BaseException:
+        # The producers still stop, but a failure to stop must not hide why the run ended.
+        for workload in workloads:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(workload.stop, PRODUCER_STOP_TIMEOUT_S)
+        if group is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(group.stop)
+        raise
 
 
 async def _read_back_all(
@@ -295,7 +326,7 @@ async def _verified_replicas(
     while True:
         try:
             reports = await target.verify_replicas(topics)
-        except admin.AdminError as exc:
+        except AdminError as exc:
             if time.monotonic() > deadline:
                 raise
             log.info("replica verification: %s; asking again", exc)

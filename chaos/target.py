@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from chaos.faults import ClusterInjector, Injector
 from chaos.schedule import NETWORK_FAULTS, Node, nodes_of
-from cluster import launcher, verify_replicas
+from cluster import state_file, verify_replicas
 from daemon.eventlog import EventLog
 from zkstore.aio import AsyncZooKeeper
 
@@ -67,34 +67,34 @@ class LocalCluster:
 
     @property
     def cuts(self) -> frozenset[str]:
-        return frozenset(NETWORK_FAULTS) if launcher.network_of(self.state) is not None else frozenset()
+        return frozenset(NETWORK_FAULTS) if state_file.network_of(self.state) is not None else frozenset()
 
     def nodes(self) -> list[Node]:
         return nodes_of(self.state)
 
     def bootstrap_servers(self) -> str:
-        return launcher.bootstrap_servers(self.state)
+        return state_file.bootstrap_servers(self.state)
 
     def zookeeper_session(self) -> AbstractAsyncContextManager[AsyncZooKeeper]:
-        return launcher.zookeeper_session(self.state)
+        return state_file.zookeeper_session(self.state)
 
     def injector(self, events: EventLog, zk: AsyncZooKeeper) -> RunInjector:
         return ClusterInjector(self.directory, events, zk, self.nodes())
 
     async def verify_replicas(self, topics: Sequence[str]) -> list[verify_replicas.PartitionReport]:
-        return await verify_replicas.verify(launcher.load_state(self.directory), topics)
+        return await verify_replicas.verify(state_file.load_state(self.directory), topics)
 
     def daemon_events(self) -> list[Path]:
-        processes = launcher.load_state(self.directory)["processes"]
+        processes = state_file.load_state(self.directory)["processes"]
         return [Path(p["events"]) for p in processes if p.get("events")]
 
 
 def running_state(directory: Path) -> dict[str, Any]:
     """``cluster.json`` of a cluster with a live ZooKeeper and a live broker, else ClusterError."""
-    state = launcher.load_state(directory)
-    running = {p["role"] for p in state["processes"] if launcher.alive(p.get("pid"))}
+    state = state_file.load_state(directory)
+    running = {p["role"] for p in state["processes"] if state_file.alive(p.get("pid"))}
     if not {"zookeeper", "broker"} <= running:
-        raise launcher.ClusterError(
+        raise state_file.ClusterError(
             f"the cluster in {directory} is not running (no live ZooKeeper or broker); "
             f"start one with `python -m cluster up --dir {directory} --detach`"
         )

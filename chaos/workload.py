@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from chaos import ChaosError
-from cluster.admin_cli import passing_consume_error
+from cluster.console_cli import passing_consume_error
 from daemon.eventlog import EventLog
 
 log = logging.getLogger("chaos.workload")

@@ -1,6 +1,6 @@
 """ZooKeeper trouble: a server restarted, the ensemble's leader killed, the quorum lost for a while.
 
-The servers are stopped and started through ``cluster.launcher`` (``cluster.json`` keeps their new
+The servers are stopped and started through ``cluster.node_control`` (``cluster.json`` keeps their new
 pids); healing starts every server the fault took down before waiting for any, since two of three
 are needed before either serves.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from chaos.schedule import Step
-from cluster import launcher
+from cluster import node_control, state_file
 
 
 def victims(step: Step, servers: Sequence[str], leader: str | None) -> list[str]:
@@ -39,19 +39,19 @@ class ZooKeeperFaults:
 
     async def inject(self, step: Step) -> str:
         """Take the servers down; returns what was done, for the run's events."""
-        state = launcher.load_state(self.directory)
+        state = state_file.load_state(self.directory)
         servers = [p["name"] for p in state["processes"] if p["role"] == "zookeeper"]
-        leader = launcher.zookeeper_leader(state) if step.fault == "zookeeper-leader-kill" else None
+        leader = node_control.zookeeper_leader(state) if step.fault == "zookeeper-leader-kill" else None
         self.down = victims(step, servers, leader)
         for name in self.down:
-            entry = launcher.find(state, name)
+            entry = state_file.find(state, name)
             if step.fault == "zookeeper-restart":
-                await asyncio.to_thread(launcher.stop_node, entry, timeout=15)
+                await asyncio.to_thread(node_control.stop_node, entry, timeout=15)
             else:
-                await asyncio.to_thread(launcher.signal_and_wait, entry.get("pid"), signal.SIGKILL, 10)
+                await asyncio.to_thread(node_control.signal_and_wait, entry.get("pid"), signal.SIGKILL, 10)
         return describe(step, self.down)
 
     async def heal(self) -> None:
         down, self.down = self.down, []
         if down:
-            await asyncio.to_thread(launcher.start_zookeeper, self.directory, down)
+            await asyncio.to_thread(node_control.start_zookeeper, self.directory, down)

@@ -1,5 +1,10 @@
-"""``python -m cluster``: run a local cluster (up/status/down/kill/bounce/restart) and administer any
-cluster through ZooKeeper (topics, brokers, controller, elect-leaders, reassign, produce, consume)."""
+"""``python -m cluster``: run a local cluster and administer any cluster, in Kafka's tools' spelling.
+
+A local cluster (``lifecycle_cli``): up, watch, status, down, kill, bounce, restart, partition, heal,
+verify-replicas. Any cluster, through its ZooKeeper or its brokers' Admin API: topics (``topics_cli``),
+brokers and controller (``brokers_cli``), elect-leaders and reassign (``leadership_cli``), produce and
+consume (``console_cli``), configs, consumer-groups, acls and users.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,19 @@ CLI_PACKAGES = ("rich", "confluent_kafka")
 """What the ``cli`` extra brings (pyproject.toml); the daemons need neither."""
 
 try:
-    from cluster import acls_cli, admin_cli, configs_cli, groups_cli, kafka_flags, lifecycle_cli, users_cli
+    from cluster import (
+        acls_cli,
+        admin_cli,
+        brokers_cli,
+        configs_cli,
+        console_cli,
+        groups_cli,
+        kafka_flags,
+        leadership_cli,
+        lifecycle_cli,
+        topics_cli,
+        users_cli,
+    )
 except ModuleNotFoundError as missing:  # installed for the daemons only
     if missing.name not in CLI_PACKAGES:
         raise
@@ -22,16 +39,20 @@ except ModuleNotFoundError as missing:  # installed for the daemons only
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m cluster",
-        description="Run a local cluster (up, watch, status, down, kill, bounce, restart) and administer "
-        "any cluster through its ZooKeeper or its brokers' Admin API (topics, configs, brokers, controller, "
-        "elect-leaders, reassign, consumer-groups, produce, consume).",
+        description="Run a local cluster (up, watch, status, down, kill, bounce, restart, partition, "
+        "heal, verify-replicas) and administer any cluster through its ZooKeeper or its brokers' Admin API "
+        "(topics, configs, brokers, controller, elect-leaders, reassign, consumer-groups, acls, users, "
+        "produce, consume).",
         epilog="Every command takes --dir DIR (default .run/cluster); admin commands also "
         "--zookeeper HOST:PORT.",
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lifecycle_cli.register(commands)
     common = admin_cli.common_options()
-    admin_cli.register(commands, common)
+    topics_cli.register(commands, common)
+    brokers_cli.register(commands, common)
+    leadership_cli.register(commands, common)
+    console_cli.register(commands, common)
     configs_cli.register(commands, common)
     groups_cli.register(commands, common)
     acls_cli.register(commands, common)

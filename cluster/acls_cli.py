@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cluster import admin_cli
+from placement.errors import AdminError
 from security.acl import (
     CLUSTER_NAME,
     WILDCARD_HOST,
@@ -35,7 +36,6 @@ from security.acl import (
     validate_pattern,
 )
 from zkstore import acls
-from zkstore.admin import AdminError
 from zkstore.aio import AsyncZooKeeper
 
 __all__ = ["VALID_OPERATIONS", "register", "run_acls"]

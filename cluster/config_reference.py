@@ -12,7 +12,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from broker.config import KEYS as BROKER_KEYS
+from broker.config_keys import KEYS as BROKER_KEYS
 from cluster.doc_pages import page_command
 from controller.config import KEYS as CONTROLLER_KEYS
 from daemon.config import reference_table

@@ -16,8 +16,8 @@ from typing import Any
 
 from broker.admin_apis import AdminFailure, check_configs
 from cluster import admin_cli, kafka_flags, users_cli
-from zkstore import admin, znodes
-from zkstore.admin import AdminError
+from placement.errors import AdminError
+from zkstore import entity_configs, znodes
 from zkstore.aio import AsyncZooKeeper
 
 ENTITY_TYPES = {"topics": "TOPIC", "brokers": "BROKER"}
@@ -100,7 +100,7 @@ def run_configs(args: argparse.Namespace) -> int:
         entries = kafka_flags.describe_configs(admin_cli.kafka_client(args), ENTITY_TYPES[kind], name)
         shown = [e for e in entries if args.all or e.source in DYNAMIC_SOURCES]
     else:
-        overrides = admin_cli.with_zookeeper(args, lambda zk: admin.read_topic_configs(zk, name))
+        overrides = admin_cli.with_zookeeper(args, lambda zk: entity_configs.read_topic_configs(zk, name))
         shown = [
             kafka_flags.ConfigValue(k, v, "DYNAMIC_TOPIC_CONFIG", False, False) for k, v in overrides.items()
         ]
@@ -128,9 +128,9 @@ async def _alter_in_zookeeper(
         check_configs(dict(added))
     except AdminFailure as exc:
         raise AdminError(f"{exc.code.name}: {exc}") from None
-    current = await admin.read_topic_configs(zk, topic)
+    current = await entity_configs.read_topic_configs(zk, topic)
     missing = [k for k in deleted if k not in current]
     if missing:
         raise AdminError(f"Invalid config(s): {','.join(missing)}: not set on topic {topic}")
     merged = {k: v for k, v in {**current, **added}.items() if k not in deleted}
-    await admin.change_topic_configs(zk, topic, merged)
+    await entity_configs.change_topic_configs(zk, topic, merged)

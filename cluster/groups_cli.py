@@ -11,7 +11,7 @@ from typing import Any
 
 from cluster import admin_cli, kafka_flags
 from cluster.kafka_flags import TIMEOUT_S
-from zkstore.admin import AdminError
+from placement.errors import AdminError
 
 NO_OFFSET = -1001
 """librdkafka's OFFSET_INVALID: the group has committed nothing for the partition."""

@@ -1,67 +1,47 @@
-"""A local cluster on loopback: an embedded ZooKeeper (one node or an ensemble of three), controller
-candidates and brokers as child processes, described in ``DIR/cluster.json``.
+"""Start a local cluster: an embedded ZooKeeper, controller candidates and brokers as child processes.
 
-Every process runs in its own session, so a terminal's Ctrl-C reaches only the launcher, which then
-stops the cluster in order: brokers first (each with a controlled shutdown while a controller is
-still there to move its leadership), then controllers, then ZooKeeper. ``cluster.json`` holds what a
-later command needs to find the processes again (``status``, ``down``, ``kill``, ``bounce``,
-``restart``), including those of a detached cluster.
+ZooKeeper is one node or an ensemble of three, on loopback (or in network namespaces with --netns);
+what was started is described in ``DIR/cluster.json``.
+
+Every process runs in its own session (``cluster.node_control`` stops them in order), and
+``cluster.json`` (``cluster.state_file``) holds what a later command needs to find them again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cluster import monitor, netns
 from cluster.netns import Network
-from cluster.processes import REPO, BrokerProcess, ControllerProcess, DaemonProcess
+from cluster.node_control import down
+from cluster.processes import BrokerProcess, ControllerProcess, DaemonProcess
 from cluster.secure import SecureCluster
-from zkserver.local_server import (
-    LOOPBACK,
-    ZooKeeperEnsemble,
-    ZooKeeperProcess,
-    ZooKeeperServer,
-    ZooKeeperStartError,
-    find_free_port,
-    server_mode,
+from cluster.state_file import (
+    STATE_VERSION,
+    ClusterError,
+    alive,
+    load_state,
+    network_of,
+    save_state,
+    state_path,
+    zookeeper_session,
 )
-from zkstore import admin, znodes
-from zkstore.aio import AsyncZooKeeper
-from zkstore.client_config import load_zk_security
-from zkstore.security import ZkSecurity
+from zkserver.ensemble import ZooKeeperEnsemble
+from zkserver.ports import LOOPBACK, find_free_port
+from zkserver.server import ZooKeeperServer
+from zkstore import admin_session, cluster_reads, topic_writes, znodes
 
-STATE_FILE = "cluster.json"
-_STATE_LOCK = threading.Lock()
-"""Held while ``cluster.json`` is read, changed and written back by a node action."""
-STATE_VERSION = 1
-STOP_TIMEOUT_S = 60.0
-DEFAULT_DIR = Path(".run") / "cluster"
-"""Where ``make run`` keeps its cluster; commands use it when given no --dir."""
 BROKER_SESSION_TIMEOUT_MS = 6000
 """Short, so that a killed broker is noticed within seconds in hands-on experiments."""
 NETNS_PORTS = {"rpc": 9090, "client": 9092, "control": 9093, "internal": 9094, "metrics": 9404}
 """With --netns every node has an address of its own, so every node uses the same fixed ports."""
-
-
-NODE_ROLES = ("zookeeper", "controller", "broker")
-"""The cluster's nodes; a --monitor cluster's Prometheus and ZooKeeper exporter are processes beside them."""
-
-
-class ClusterError(RuntimeError):
-    """A cluster command that cannot be carried out; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -108,61 +88,6 @@ not exceed, so a controller never shares an id with a broker (the daemons refuse
 def controller_ids(count: int) -> range:
     """The ids of a local cluster's ``count`` controller candidates: 1001, 1002, ..."""
     return range(FIRST_CONTROLLER_ID, FIRST_CONTROLLER_ID + count)
-
-
-def state_path(directory: Path) -> Path:
-    return directory / STATE_FILE
-
-
-def load_state(directory: Path) -> dict[str, Any]:
-    path = state_path(directory)
-    try:
-        state = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ClusterError(
-            f"no cluster in {directory}: {path} does not exist (start one with `up`)"
-        ) from None
-    except ValueError as exc:
-        raise ClusterError(f"{path} is not valid JSON: {exc}") from None
-    if state.get("version") != STATE_VERSION:
-        raise ClusterError(f"{path}: unknown version {state.get('version')!r}")
-    return state
-
-
-def save_state(directory: Path, state: dict[str, Any]) -> None:
-    path = state_path(directory)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
-def alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie child of ours counts as gone
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    return True
-
-
-def find(state: dict[str, Any], name: str) -> dict[str, Any]:
-    for process in state["processes"]:
-        if process["name"] == name:
-            return process
-    names = ", ".join(p["name"] for p in state["processes"])
-    raise ClusterError(f"no node {name!r} in this cluster (nodes: {names})")
-
-
-def network_of(state: dict[str, Any]) -> Network | None:
-    """The namespaces a --netns cluster runs in, or None for a loopback cluster."""
-    data = state.get("network")
-    return Network.from_json(data) if data else None
 
 
 def _entry(
@@ -236,61 +161,6 @@ def _address(network: Network | None, name: str) -> str:
 
 def _port(network: Network | None, role: str) -> int:
     return NETNS_PORTS[role] if network is not None else find_free_port()
-
-
-CLIENT_LISTENER = "PLAINTEXT"
-SECURE_CLIENT_LISTENER = "CLIENT"
-
-
-def client_endpoints(listeners: Iterable[str], name: str = CLIENT_LISTENER) -> list[str]:
-    """``host:port`` of each listener called ``name``: what a client's bootstrap list holds."""
-    endpoints = []
-    for text in listeners:
-        try:
-            endpoint = znodes.Endpoint.parse(text)
-        except ValueError:
-            continue
-        if endpoint.listener_name == name:
-            host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
-            endpoints.append(f"{host}:{endpoint.port}")
-    return endpoints
-
-
-def client_listener(state: Mapping[str, Any]) -> str:
-    """The name of the listener clients use: CLIENT (SASL_SSL) in a secure cluster, else PLAINTEXT."""
-    return SECURE_CLIENT_LISTENER if "security" in state else CLIENT_LISTENER
-
-
-def bootstrap_servers(state: dict[str, Any]) -> str:
-    """The cluster's bootstrap list for clients: every broker's client listener."""
-    listeners = [ln for p in state["processes"] if p["role"] == "broker" for ln in p.get("listeners") or []]
-    servers = client_endpoints(listeners, client_listener(state))
-    if not servers:
-        raise ClusterError(f"no broker in cluster.json has a {client_listener(state)} listener")
-    return ",".join(servers)
-
-
-def zk_config(state: Mapping[str, Any]) -> Path | None:
-    """The ``--zk-config`` file of a secure cluster (its ZooKeeper identity and TLS), else None."""
-    security = state.get("security")
-    return Path(security["zk_config"]) if security else None
-
-
-def client_config(state: Mapping[str, Any]) -> Path | None:
-    """The client properties file of a secure cluster (SASL_SSL as its super user ``admin``), else None."""
-    security = state.get("security")
-    return Path(security["client_config"]) if security else None
-
-
-def zk_security(state: Mapping[str, Any]) -> ZkSecurity | None:
-    """What a ZooKeeper session needs to reach this cluster's ZooKeeper and change its znodes."""
-    path = zk_config(state)
-    return load_zk_security(path) if path is not None else None
-
-
-def zookeeper_session(state: Mapping[str, Any]) -> contextlib.AbstractAsyncContextManager[AsyncZooKeeper]:
-    """One short session on the cluster's ZooKeeper, with its identity when the cluster is secure."""
-    return admin.connect(state["zookeeper_connect"], security=zk_security(state))
 
 
 KAFKA_ZOOKEEPER_PORT = 2181
@@ -390,7 +260,7 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
 async def _secure_zookeeper(secure: SecureCluster, connect: str) -> dict[str, str]:
     """Close the root to all but the cluster (as a chroot would be), store the SCRAM credential of the
     super user ``admin``, and write the files clients and tools need; returns their paths."""
-    async with admin.connect(connect, security=secure.zk_security) as zk:
+    async with admin_session.connect(connect, security=secure.zk_security) as zk:
         await zk.set_acls("/", zk.acls_for(znodes.CONTROLLER))
         password = secure.password("admin")
         await secure.add_user(zk, "admin", password)
@@ -556,166 +426,16 @@ async def _any_failover(controllers: list[ControllerProcess], timeout: float = 6
             w.cancel()
 
 
-# -- later commands, from cluster.json
-
-
-def spawn(entry: dict[str, Any]) -> int:
-    """Start a daemon again from its entry (same config, ports and directories); returns the new pid."""
-    with open(entry["log"], "ab") as log:
-        child = subprocess.Popen(
-            [
-                *netns.exec_in(entry.get("netns")),
-                sys.executable,
-                "-m",
-                entry["module"],
-                "--config",
-                entry["config"],
-            ],
-            cwd=REPO,
-            env={k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return child.pid
-
-
-def signal_and_wait(pid: int | None, sig: signal.Signals, timeout: float = STOP_TIMEOUT_S) -> bool:
-    """Send ``sig`` and wait for the process to go; True if it did within ``timeout``."""
-    if not alive(pid):
-        return True
-    assert pid is not None
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _resume(pid: int | None) -> None:
-    if pid:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGCONT)
-
-
-def stop_node(entry: dict[str, Any], *, timeout: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM (a broker runs its controlled shutdown), SIGKILL if it outstays ``timeout``. A node
-    paused with SIGSTOP (a chaos run that died mid-pause) is resumed first, so it can shut down."""
-    _resume(entry.get("pid"))
-    if not signal_and_wait(entry.get("pid"), signal.SIGTERM, timeout):
-        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
-
-
-def down(directory: Path) -> list[str]:
-    """Stop the cluster in order; returns the names of the processes stopped."""
-    state = load_state(directory)
-    stopped = []
-    for role in ("prometheus", "zookeeper-exporter", "broker", "controller", "zookeeper"):
-        entries = [p for p in state["processes"] if p["role"] == role and alive(p.get("pid"))]
-        for entry in entries:  # SIGTERM all of a role at once, then wait for each
-            _resume(entry.get("pid"))
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(entry["pid"], signal.SIGTERM)
-        for entry in entries:
-            stop_node(entry)
-            stopped.append(entry["name"])
-    network = network_of(state)
-    if network is not None:
-        netns.destroy(network)
-    return stopped
-
-
-def node_action(directory: Path, name: str, action: str) -> dict[str, Any]:
-    """``kill`` (SIGKILL), ``restart`` (stop cleanly, start again) or ``bounce`` (SIGKILL and start at
-    once: a broker comes back before its ZooKeeper session expires, KIP-380's fast bounce)."""
-    state = load_state(directory)
-    entry = find(state, name)
-    if entry["role"] not in NODE_ROLES:
-        raise ClusterError(f"{name} is not a node of the cluster: `down` stops it with the rest")
-    if entry["role"] == "zookeeper":
-        return _zookeeper_action(directory, entry, action)
-    if action == "kill":
-        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
-    elif action == "restart":
-        stop_node(entry)
-        entry["pid"] = spawn(entry)
-    elif action == "bounce":
-        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
-        entry["pid"] = spawn(entry)
-    else:
-        raise ClusterError(f"unknown action {action!r}")
-    record_pids(directory, {name: entry["pid"]})
-    return entry
-
-
-def record_pids(directory: Path, pids: dict[str, int | None]) -> None:
-    """Write nodes' new pids into ``cluster.json``, reading it afresh under a lock: faults running
-    at once (a mixed chaos run) each change their own node, and none may undo another's change, or
-    ``down`` would not find a process to stop."""
-    with _STATE_LOCK:
-        state = load_state(directory)
-        for entry in state["processes"]:
-            if entry["name"] in pids:
-                entry["pid"] = pids[entry["name"]]
-        save_state(directory, state)
-
-
-def _zookeeper_action(directory: Path, entry: dict[str, Any], action: str) -> dict[str, Any]:
-    if action not in ("kill", "bounce", "restart"):
-        raise ClusterError(f"unknown action {action!r}")
-    if action == "restart":
-        stop_node(entry, timeout=15)
-    else:
-        signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
-    if action != "kill":
-        start_zookeeper(directory, [entry["name"]])
-    return find(load_state(directory), entry["name"])
-
-
-def start_zookeeper(directory: Path, names: list[str]) -> None:
-    """Start the ZooKeeper servers ``names`` (all before waiting for any: two of three are needed for
-    either to serve) and wait until each serves; ClusterError naming the one that does not."""
-    state = load_state(directory)
-    started = []
-    for name in names:
-        entry = find(state, name)
-        prefix = netns.exec_in(entry.get("netns"))
-        node = ZooKeeperProcess.from_config(Path(entry["config"]), name=name, command_prefix=prefix)
-        node.start()
-        node.detach()
-        started.append((name, node))
-    record_pids(directory, {name: node.pid for name, node in started})
-    for name, node in started:
-        try:
-            node.wait_until_serving(modes=("leader", "follower", "standalone"))
-        except ZooKeeperStartError as exc:
-            node.kill()
-            raise ClusterError(f"{name} did not come back: {exc}") from None
-
-
-def zookeeper_leader(state: dict[str, Any]) -> str | None:
-    """The ZooKeeper server that says it leads (or serves standalone), or None."""
-    for entry in state["processes"]:
-        if entry["role"] == "zookeeper" and alive(entry.get("pid")):
-            mode = server_mode(entry.get("address", LOOPBACK), entry["port"], timeout=2.0)
-            if mode in ("leader", "standalone"):
-                return str(entry["name"])
-    return None
-
-
 async def create_demo_topic(state: dict[str, Any], topic: str, partitions: int = 6) -> None:
     """A topic to look at and produce to: replication factor 3 (or fewer brokers), Kafka's assignment.
     Waits until every partition has a leader."""
     brokers = [p for p in state["processes"] if p["role"] == "broker"]
     async with zookeeper_session(state) as zk:
-        if topic not in {t.topic for t in await admin.list_topics(zk)}:
-            await admin.create_new_topic(zk, topic, partitions, min(3, len(brokers)))
+        if topic not in {t.topic for t in await cluster_reads.list_topics(zk)}:
+            await topic_writes.create_new_topic(zk, topic, partitions, min(3, len(brokers)))
         deadline = time.monotonic() + 60
         while True:
-            described = await admin.describe_topics(zk, [topic])
+            described = await cluster_reads.describe_topics(zk, [topic])
             led = [p for p in described if p.leader is not None and p.leader >= 0]
             if len(described) == partitions and len(led) == partitions:
                 return

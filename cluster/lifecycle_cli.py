@@ -1,4 +1,8 @@
-"""``python -m cluster up|watch|status|down|kill|bounce|restart``: a local cluster to experiment on."""
+"""The commands of a local cluster to experiment on: start and watch it, stop nodes, cut links, check disks.
+
+``python -m cluster up|watch|status|down|kill|bounce|restart``, ``partition`` and ``heal`` (a ``--netns``
+cluster's cuts), and ``verify-replicas`` (the replicas compared on disk).
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,19 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cluster import launcher, partitions
+from cluster import launcher, node_control, partitions, state_file
+from zkserver.ports import LOOPBACK
 
 
 def register(commands: Any) -> None:
+    """Add the local cluster's commands to ``python -m cluster``'s subparsers."""
+    _register_up(commands)
+    _register_cuts_and_checks(commands)
+    _register_node_commands(commands)
+
+
+def _register_up(commands: Any) -> None:
+    """``up`` and its layout options."""
     up = commands.add_parser("up", help="start a local cluster (and watch it, unless --detach)")
     add_dir_option(up)
     up.add_argument("--brokers", type=int, default=3)
@@ -56,6 +69,9 @@ def register(commands: Any) -> None:
     )
     up.set_defaults(run=_reporting(run_up))
 
+
+def _register_cuts_and_checks(commands: Any) -> None:
+    """``partition`` and ``heal`` (--netns clusters), and ``verify-replicas``."""
     cut = commands.add_parser(
         "partition", help="cut NODE... off from the other nodes (or from --from NODE...) (--netns clusters)"
     )
@@ -87,6 +103,9 @@ def register(commands: Any) -> None:
     )
     verify.set_defaults(run=_reporting(run_verify_replicas))
 
+
+def _register_node_commands(commands: Any) -> None:
+    """``status``, ``watch``, ``down``, and ``kill``, ``bounce``, ``restart`` of one node."""
     status = commands.add_parser("status", help="the processes of a local cluster")
     add_dir_option(status)
     status.add_argument("--json", action="store_true")
@@ -119,8 +138,8 @@ def add_dir_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dir",
         type=Path,
-        default=launcher.DEFAULT_DIR,
-        help=f"the cluster's directory ({launcher.DEFAULT_DIR})",
+        default=state_file.DEFAULT_DIR,
+        help=f"the cluster's directory ({state_file.DEFAULT_DIR})",
     )
 
 
@@ -137,7 +156,7 @@ def _reporting(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
     def wrapped(args: argparse.Namespace) -> int:
         try:
             return run(args)
-        except launcher.ClusterError as exc:
+        except state_file.ClusterError as exc:
             return fail(str(exc))
 
     return wrapped
@@ -162,18 +181,18 @@ def run_up(args: argparse.Namespace) -> int:
             asyncio.run(launcher.create_demo_topic(state, args.demo_topic))
     for notice in state.get("notices", []):
         console.print(f"[yellow]{notice}[/]")
-    console.print(f"bootstrap: {launcher.bootstrap_servers(state)}", soft_wrap=True)
+    console.print(f"bootstrap: {state_file.bootstrap_servers(state)}", soft_wrap=True)
     prometheus = next((p for p in state["processes"] if p["role"] == "prometheus"), None)
     if prometheus is not None:
         console.print(
             f"Prometheus: {prometheus['url']} (alerts: {prometheus['url']}/alerts)", highlight=False
         )
-    client_config = launcher.client_config(state)
+    client_config = state_file.client_config(state)
     if client_config is not None:
         console.print(how_to_connect(state, client_config), soft_wrap=True, highlight=False)
     console.print(processes_table(state))
     console.print(
-        f"ZooKeeper: {state['zookeeper_connect']}    state: {launcher.state_path(args.dir.resolve())}"
+        f"ZooKeeper: {state['zookeeper_connect']}    state: {state_file.state_path(args.dir.resolve())}"
     )
     if args.detach:
         console.print(f"stop it with: python -m cluster down --dir {args.dir}")
@@ -193,7 +212,7 @@ def run_up(args: argparse.Namespace) -> int:
     # The terminal may be gone (SIGHUP): nothing printed may stand in the way of stopping everything.
     with contextlib.suppress(OSError):
         console.print("stopping: brokers (controlled shutdown), then controllers, then ZooKeeper")
-    stopped = launcher.down(args.dir)
+    stopped = node_control.down(args.dir)
     with contextlib.suppress(OSError):
         console.print(f"stopped {', '.join(stopped)}")
         console.print(f"logs and event logs are under {state['directory']}")
@@ -202,28 +221,28 @@ def run_up(args: argparse.Namespace) -> int:
 
 def how_to_connect(state: dict[str, Any], client_config: Path) -> str:
     """What a user of a secure cluster needs: the client config file and a command that uses it."""
-    servers = launcher.bootstrap_servers(state)
+    servers = state_file.bootstrap_servers(state)
     return "\n".join(
         (
             f"client config (SASL_SSL, SCRAM-SHA-512, user admin, a super user): {client_config}",
             f"  kcat -F {client_config} -b {servers} -L",
             f"the admin commands find both with --dir (python -m cluster produce --dir {state['directory']} "
             "--topic demo --count 10); other tools: --command-config (brokers) and --zk-config "
-            f"{launcher.zk_config(state)} (ZooKeeper, TLS and ACLs)",
+            f"{state_file.zk_config(state)} (ZooKeeper, TLS and ACLs)",
         )
     )
 
 
 def run_status(args: argparse.Namespace) -> int:
-    state = launcher.load_state(args.dir)
-    rows = [{**p, "alive": launcher.alive(p.get("pid"))} for p in state["processes"]]
+    state = state_file.load_state(args.dir)
+    rows = [{**p, "alive": state_file.alive(p.get("pid"))} for p in state["processes"]]
     cuts = [{"from": s, "to": t} for s, t in partitions.active(args.dir)]
     if args.json:
         print(json.dumps({**state, "processes": rows, "partitions": cuts}, indent=2))
     else:
         console = Console()
         console.print(processes_table({**state, "processes": rows}))
-        if launcher.network_of(state) is not None:
+        if state_file.network_of(state) is not None:
             console.print(f"partitions: {_cuts_text(partitions.active(args.dir))}")
     return 0
 
@@ -235,10 +254,10 @@ def _cuts_text(cuts: list[tuple[str, str]]) -> str:
 def run_verify_replicas(args: argparse.Namespace) -> int:
     from cluster.verify_replicas import record, run
     from daemon.eventlog import EventLog
-    from zkstore.admin import AdminError
+    from placement.errors import AdminError
 
     try:
-        reports = run(launcher.load_state(args.dir), args.topic)
+        reports = run(state_file.load_state(args.dir), args.topic)
     except AdminError as exc:
         return fail(str(exc))
     if not args.no_record:
@@ -278,8 +297,8 @@ def run_heal(args: argparse.Namespace) -> int:
 def run_watch(args: argparse.Namespace) -> int:
     from cluster.live_view import snapshot, watch
 
-    state = launcher.load_state(args.dir)
-    if not any(launcher.alive(p.get("pid")) for p in state["processes"] if p["role"] == "zookeeper"):
+    state = state_file.load_state(args.dir)
+    if not any(state_file.alive(p.get("pid")) for p in state["processes"] if p["role"] == "zookeeper"):
         return fail(f"the cluster in {args.dir} is not running (its ZooKeeper is down)")
     console = Console()
     if args.once:
@@ -293,13 +312,13 @@ def run_watch(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
-    stopped = launcher.down(args.dir)
+    stopped = node_control.down(args.dir)
     print(f"stopped {', '.join(stopped) or 'nothing (no process was running)'}")
     return 0
 
 
 def run_node_action(args: argparse.Namespace) -> int:
-    entry = launcher.node_action(args.dir, args.node, args.action)
+    entry = node_control.node_action(args.dir, args.node, args.action)
     verb = {"kill": "killed", "bounce": "bounced", "restart": "restarted"}[args.action]
     print(f"{verb} {entry['name']}" + (f" (pid {entry['pid']})" if args.action != "kill" else ""))
     return 0
@@ -310,14 +329,14 @@ def processes_table(state: dict[str, Any]) -> Table:
     for column in ("node", "pid", "alive", "address", "listeners", "metrics", "log"):
         table.add_column(column)
     for p in state["processes"]:
-        running = p.get("alive", launcher.alive(p.get("pid")))
+        running = p.get("alive", state_file.alive(p.get("pid")))
         port = f"client port {p['port']}" if p.get("port") else "-"
         listeners = ", ".join(p.get("listeners", [])) or p.get("url") or port
         table.add_row(
             p["name"],
             str(p.get("pid") or "-"),
             "[green]yes[/]" if running else "[red]no[/]",
-            p.get("address", launcher.LOOPBACK),
+            p.get("address", LOOPBACK),
             listeners,
             str(p.get("metrics_port") or "-"),
             p.get("log", ""),

@@ -20,8 +20,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from cluster import launcher
-from zkstore import admin
+from cluster import state_file
+from zkstore import cluster_reads
 from zkstore.aio import AsyncZooKeeper
 
 REFRESH_S = 1.0
@@ -177,9 +177,9 @@ async def render(
     zk: AsyncZooKeeper, state: dict[str, Any], events: EventTail, footer: str = "Ctrl-C stops the cluster"
 ) -> Group:
     loop = asyncio.get_running_loop()
-    controller = await admin.controller_info(zk)
-    brokers = {b.broker_id: b for b in await admin.broker_list(zk)}
-    partitions = await admin.describe_topics(zk)
+    controller = await cluster_reads.controller_info(zk)
+    brokers = {b.broker_id: b for b in await cluster_reads.broker_list(zk)}
+    partitions = await cluster_reads.describe_topics(zk)
     events.poll()
 
     head = Table.grid(padding=(0, 2))
@@ -230,7 +230,7 @@ async def watch(
     state: dict[str, Any], console: Console, stop: asyncio.Event, footer: str = "Ctrl-C stops the cluster"
 ) -> None:
     """Redraw the view every REFRESH_S until ``stop`` is set (or Ctrl-C)."""
-    zk = AsyncZooKeeper(state["zookeeper_connect"], security=launcher.zk_security(state))
+    zk = AsyncZooKeeper(state["zookeeper_connect"], security=state_file.zk_security(state))
     await zk.start()
     events = EventTail(state)
     try:
@@ -246,7 +246,7 @@ async def watch(
 
 async def snapshot(state: dict[str, Any], console: Console) -> None:
     """Print the view once: for scripts, logs and terminals without live redrawing."""
-    zk = AsyncZooKeeper(state["zookeeper_connect"], security=launcher.zk_security(state))
+    zk = AsyncZooKeeper(state["zookeeper_connect"], security=state_file.zk_security(state))
     await zk.start()
     try:
         console.print(await render(zk, state, EventTail(state), footer=f"cluster in {state['directory']}"))

@@ -17,7 +17,8 @@ from functools import partial
 from pathlib import Path
 
 from cluster.doc_pages import page_command
-from daemon.metrics import Documented, Metrics
+from daemon.metric_names import Documented
+from daemon.metrics import Metrics
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
 DAEMONS = ("broker", "controller")

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cluster import launcher, netns
-from cluster.launcher import ClusterError
+from cluster import netns, state_file
 from cluster.netns import Network
+from cluster.state_file import ClusterError
 
 
 def _network(directory: Path) -> Network:
-    network = launcher.network_of(launcher.load_state(directory))
+    network = state_file.network_of(state_file.load_state(directory))
     if network is None:
         raise ClusterError(f"the cluster in {directory} was not started with --netns: nothing to cut")
     return network
@@ -64,5 +64,5 @@ def heal(directory: Path, nodes: Sequence[str] = ()) -> list[tuple[str, str]]:
 
 def active(directory: Path) -> list[tuple[str, str]]:
     """(from, to) for every cut in force; empty for a cluster without namespaces."""
-    network = launcher.network_of(launcher.load_state(directory))
+    network = state_file.network_of(state_file.load_state(directory))
     return netns.cuts(network) if network is not None else []

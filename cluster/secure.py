@@ -21,7 +21,8 @@ from security.config import ClientSecurity, ListenerSecurity
 from security.principal import PrincipalMapper
 from security.sasl import derive_credential
 from security.tls import TlsSettings, client_context, server_context
-from zkserver.local_server import LOOPBACK, ServerTls
+from zkserver.config import ServerTls
+from zkserver.ports import LOOPBACK
 from zkstore.aio import AsyncZooKeeper
 from zkstore.security import ZkSecurity
 from zkstore.users import set_scram_credential

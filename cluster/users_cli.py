@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from cluster import admin_cli
+from placement.errors import AdminError
 from security.sasl import (
     DEFAULT_ITERATIONS,
     SCRAM_MECHANISMS,
@@ -23,7 +24,6 @@ from security.sasl import (
     derive_credential,
 )
 from zkstore import users
-from zkstore.admin import AdminError
 
 __all__ = ["parse_delete_config", "parse_scram_config", "register", "run_users"]
 

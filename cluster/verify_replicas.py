@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import launcher
+from cluster import state_file
 from daemon.eventlog import EventLog
 from network.connection import KafkaConnection
+from placement.errors import AdminError
 from protocol import ApiKey, CorruptRecordBatch, ErrorCode
 from protocol.record_batch import parse_batches
-from zkstore import admin, znodes
+from zkstore import cluster_reads, znodes
 from zkstore.aio import AsyncZooKeeper
 
 LIST_OFFSETS_VERSION = 1
@@ -195,7 +196,7 @@ async def high_watermark(endpoint: tuple[str, int], topic: str, partition: int) 
     except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
         host, port = endpoint
         why = str(exc) or type(exc).__name__
-        raise admin.AdminError(
+        raise AdminError(
             f"{topic}-{partition}: its leader at {host}:{port} does not answer ({why}); "
             "verify once the cluster has settled"
         ) from None
@@ -214,7 +215,7 @@ async def _list_latest(endpoint: tuple[str, int], topic: str, partition: int) ->
     answer = response["topics"][0]["partitions"][0]
     if answer["error_code"] != ErrorCode.NONE:
         error = ErrorCode.name_of(answer["error_code"])
-        raise admin.AdminError(f"{topic}-{partition}: the leader answered ListOffsets with {error}")
+        raise AdminError(f"{topic}-{partition}: the leader answered ListOffsets with {error}")
     return int(answer["offset"])
 
 
@@ -223,7 +224,7 @@ def _client_endpoint(entry: Mapping[str, Any]) -> tuple[str, int]:
         endpoint = znodes.Endpoint.parse(text)
         if endpoint.listener_name != "CONTROLLER":
             return endpoint.host, endpoint.port
-    raise admin.AdminError(f"{entry['name']} has no client listener")
+    raise AdminError(f"{entry['name']} has no client listener")
 
 
 async def verify(state: Mapping[str, Any], topics: Sequence[str] = ()) -> list[PartitionReport]:
@@ -231,7 +232,7 @@ async def verify(state: Mapping[str, Any], topics: Sequence[str] = ()) -> list[P
     brokers = {p["id"]: p for p in state["processes"] if p["role"] == "broker"}
     dirs = {b: log_dirs(Path(entry["config"])) for b, entry in brokers.items()}
     endpoints = {b: _client_endpoint(entry) for b, entry in brokers.items()}
-    async with launcher.zookeeper_session(state) as zk:
+    async with state_file.zookeeper_session(state) as zk:
         return await verify_logs(zk, topics, endpoints, dirs)
 
 
@@ -244,12 +245,12 @@ async def verify_logs(
     """Check every partition of ``topics`` (all topics when empty): each broker's client endpoint
     answers for its high watermark when it leads, and its log directories (here or copied out of a
     container) hold its replicas."""
-    names = list(topics) or [t.topic for t in await admin.list_topics(zk)]
-    described = await admin.describe_topics(zk, names)
+    names = list(topics) or [t.topic for t in await cluster_reads.list_topics(zk)]
+    described = await cluster_reads.describe_topics(zk, names)
     reports = []
     for p in described:
         if p.leader is None or p.leader < 0 or p.leader not in endpoints:
-            raise admin.AdminError(f"{p.topic}-{p.partition} has no leader to ask for its high watermark")
+            raise AdminError(f"{p.topic}-{p.partition} has no leader to ask for its high watermark")
         hw = await high_watermark(endpoints[p.leader], p.topic, p.partition)
         by_replica: dict[int, list[Batch]] = {}
         missing: list[Divergence] = []

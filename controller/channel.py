@@ -19,7 +19,8 @@ from typing import Any
 
 from controller.request_batch import OutgoingRequest
 from daemon.eventlog import EventLog
-from daemon.metrics import Metrics, Timer
+from daemon.metric_kinds import Timer
+from daemon.metrics import Metrics
 from daemon.supervision import start_supervised
 from network.connection import KafkaConnection
 from protocol import CONTROL_APIS, ErrorCode

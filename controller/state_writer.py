@@ -28,7 +28,8 @@ from controller.state_machines import (
 from controller.stats import ControllerStats
 from controller.store import ControllerStore
 from daemon.eventlog import EventLog
-from zkstore import admin
+from placement.errors import AdminError
+from zkstore.entity_configs import decode_entity_config, topic_config_path
 from zkstore.ops import Create
 
 log = logging.getLogger("state.change.logger")
@@ -85,14 +86,14 @@ class StateWriter:
 
     async def _unclean_allowed(self, topics: Sequence[str]) -> set[str]:
         """The topics whose unclean elections are allowed, from their overrides in one batched read."""
-        paths = [admin.topic_config_path(t) for t in topics]
+        paths = [topic_config_path(t) for t in topics]
         allowed = set()
         for topic, path, data in zip(topics, paths, await self.store.data_many(paths), strict=True):
             value = None
             if data is not None:
                 try:
-                    value = admin.decode_entity_config(data, path).get("unclean.leader.election.enable")
-                except admin.AdminError as exc:
+                    value = decode_entity_config(data, path).get("unclean.leader.election.enable")
+                except AdminError as exc:
                     log.error("ignoring the configs of topic %s: %s", topic, exc)
             if value is not None and value.lower() not in ("true", "false"):
                 log.error("topic %s: ignoring unclean.leader.election.enable=%s", topic, value)

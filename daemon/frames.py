@@ -1,7 +1,7 @@
 """Reading Kafka frames off a socket: the one place that reads a size prefix and then its frame.
 
-Every socket loop reads through here: the broker's listeners (``broker/network.py``), the request
-server of the controller's RPC listener and of the simulated brokers (``network/server.py``), and the
+Every socket loop reads through here: the connection front-end of every listener, the broker's and
+the controller's (``network/frontend.py``), the SASL exchange (``network/handshake.py``), and the
 client connections (``network/connection.py``), whose fetcher threads use the blocking twin. The
 prefix is checked before the body is read (``protocol.frame_size``), so an announced 2 GB frame
 costs nothing; the frame comes back whole, prefix included, as the codec expects it.

@@ -3,7 +3,7 @@
 * a Debian bookworm base: ``debootstrap --variant=minbase`` imported with ``docker import``;
 * a stand-in for ``python:3.11-slim``: Debian's Python 3.11 and pip, with a wheelhouse of the project's
   dependencies built here (``pip wheel``), since a container cannot reach a package index;
-* ZooKeeper: the server jars the local runner uses (``zkserver.local_server.resolve_classpath``) and
+* ZooKeeper: the server jars the local runner uses (``zkserver.zookeeper_jars.resolve_classpath``) and
   Debian's JRE, behind an entrypoint that reads the official image's ``ZOO_*`` variables;
 * Prometheus: Debian's package;
 * the project's image, from its own Dockerfile with ``PYTHON_IMAGE`` set to the stand-in.
@@ -420,7 +420,7 @@ def prune_superseded() -> None:
 
 def build_all(cache: Path = DEFAULT_CACHE) -> LocalImages:
     """Every local image, each rebuilt only as far as its inputs changed."""
-    from zkserver.local_server import resolve_classpath
+    from zkserver.zookeeper_jars import resolve_classpath
 
     base = build_base(cache)
     status = base_dpkg_status(base, cache)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection
 
-from daemon.metrics import Meter, Metrics
+from daemon.metric_kinds import Meter
+from daemon.metrics import Metrics
 
 
 def connections_closed_meter(metrics: Metrics) -> Meter:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 DEFAULT_DIR = Path(".run") / "cluster"
-"""Where ``make run`` keeps its cluster (cluster.launcher.DEFAULT_DIR, not imported to stay fast)."""
+"""Where ``make run`` keeps its cluster (cluster.state_file.DEFAULT_DIR, not imported to stay fast)."""
 REPORT_FILE = "audit.json"
 
 

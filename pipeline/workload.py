@@ -72,13 +72,43 @@ def workload_no_duplicates(history: DataFrame) -> CheckResult:
     from pyspark.sql import functions as F
 
     consumed = history.filter(F.col("kind") == "consumed")
-    place = F.struct(*PLACE)
     # An acks=1 value's place may hold another value after its leader was fenced: that is its loss,
     # allowed and counted by workload_no_loss, not a misplaced value.
     acked_all = history.filter(
         (F.col("kind") == "produce_acked") & (F.coalesce(F.col("acks"), F.lit("all")) == "all")
     )
     acked = acked_all.select("run", *PLACE, F.col("value").alias("acked_value"))
+    judged = _copies_judged(consumed, acked_all)
+    resent = judged.filter(F.col("resent"))
+    twice = (
+        judged.filter(~F.col("resent"))
+        .drop("resent", "acked", "partitions", "idempotent")
+        .withColumn("rule", F.lit("value consumed at more than one place"))
+    )
+    violations = (
+        twice.unionByName(_divergent(consumed), allowMissingColumns=True)
+        .unionByName(_acked_place_elsewhere(acked, consumed), allowMissingColumns=True)
+        .unionByName(_acked_value_only_elsewhere(acked, consumed), allowMissingColumns=True)
+    )
+    counts = tally({"consumed": consumed, "violations": violations, "resent": resent})
+    if not counts["consumed"]:
+        return skipped(NO_DUPLICATES, "no consumed record")
+    return from_violations(
+        NO_DUPLICATES,
+        counts["consumed"],
+        violations,
+        ["run", "rule", "value", "topic", "partition"],
+        {"resent": counts["resent"]},
+        count=counts["violations"],
+    )
+
+
+def _copies_judged(consumed: DataFrame, acked_all: DataFrame) -> DataFrame:
+    """Each value consumed at more than one place, with its places, its acknowledged place if any, and
+    whether the producer's resend explains the copies (``resent``)."""
+    from pyspark.sql import functions as F
+
+    place = F.struct(*PLACE)
     copies = (
         consumed.filter(F.col("value").isNotNull())  # a record without a value is no produced value
         .groupBy("run", "value")
@@ -100,47 +130,43 @@ def workload_no_duplicates(history: DataFrame) -> CheckResult:
         & ~F.coalesce(F.col("idempotent"), F.lit(False))
         & (F.col("acked").isNull() | (F.col("acked") == F.element_at("places", -1)))
     )
-    judged = copies.join(acked_place, ["run", "value"], "left").withColumn("resent", resent_rule)
-    resent = judged.filter(F.col("resent"))
-    twice = (
-        judged.filter(~F.col("resent"))
-        .drop("resent", "acked", "partitions", "idempotent")
-        .withColumn("rule", F.lit("value consumed at more than one place"))
-    )
-    divergent = (
+    return copies.join(acked_place, ["run", "value"], "left").withColumn("resent", resent_rule)
+
+
+def _divergent(consumed: DataFrame) -> DataFrame:
+    """Each place consumed with several values."""
+    from pyspark.sql import functions as F
+
+    return (
         consumed.groupBy("run", *PLACE)
         .agg(F.sort_array(F.collect_set("value")).alias("values"))
         .filter(F.size("values") > 1)
         .withColumn("rule", F.lit("one place consumed with several values"))
     )
-    elsewhere = (
+
+
+def _acked_place_elsewhere(acked: DataFrame, consumed: DataFrame) -> DataFrame:
+    """Each acknowledged place read back holding another value."""
+    from pyspark.sql import functions as F
+
+    return (
         acked.join(consumed.select("run", *PLACE, "value"), ["run", *PLACE])
         .filter(F.col("acked_value") != F.col("value"))
         .withColumn("rule", F.lit("acknowledged place holds another value"))
     )
-    only_elsewhere = (
+
+
+def _acked_value_only_elsewhere(acked: DataFrame, consumed: DataFrame) -> DataFrame:
+    """Each acknowledged value whose place was never read back, read back at another place (``read_at``)."""
+    from pyspark.sql import functions as F
+
+    return (
         acked.join(consumed.select("run", *PLACE), ["run", *PLACE], "left_anti")
         .join(
             consumed.select("run", F.col("value").alias("acked_value"), F.struct(*PLACE).alias("read_at")),
             ["run", "acked_value"],
         )
         .withColumn("rule", F.lit("acknowledged value read back only at another place"))
-    )
-    violations = (
-        twice.unionByName(divergent, allowMissingColumns=True)
-        .unionByName(elsewhere, allowMissingColumns=True)
-        .unionByName(only_elsewhere, allowMissingColumns=True)
-    )
-    counts = tally({"consumed": consumed, "violations": violations, "resent": resent})
-    if not counts["consumed"]:
-        return skipped(NO_DUPLICATES, "no consumed record")
-    return from_violations(
-        NO_DUPLICATES,
-        counts["consumed"],
-        violations,
-        ["run", "rule", "value", "topic", "partition"],
-        {"resent": counts["resent"]},
-        count=counts["violations"],
     )
 
 

@@ -17,10 +17,11 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl_credential
 
-from cluster import launcher
+from cluster import node_control, state_file
 from tests.support.cluster import SECURITY_MODES, cluster
 from tests.support.zookeeper import session
-from zkserver.local_server import DEFAULT_JVM_OPTS, ZooKeeperServer
+from zkserver.process import DEFAULT_JVM_OPTS
+from zkserver.server import ZooKeeperServer
 from zkstore.aio import AsyncZooKeeper
 
 __all__ = ["cluster"]  # the shared process-test fixture, offered to every test package
@@ -120,5 +121,5 @@ def directory(tmp_path: Path) -> Iterator[Path]:
     """Where a test's local cluster (``cluster.launcher.up``) lives; whatever the test started there
     is stopped afterwards."""
     yield tmp_path / "cluster"
-    if launcher.state_path(tmp_path / "cluster").exists():
-        launcher.down(tmp_path / "cluster")
+    if state_file.state_path(tmp_path / "cluster").exists():
+        node_control.down(tmp_path / "cluster")

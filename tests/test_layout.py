@@ -26,6 +26,7 @@ FLOORS: dict[str, int] = {
     "controller": 6,
     "broker": 6,
     "zkserver": 7,
+    "kafkapeer": 7,
     "cluster": 8,
     "deploy": 8,
     "chaos": 9,

@@ -16,7 +16,9 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from zkserver.local_server import LOOPBACK, LocalServerError, ZooKeeperServer, find_free_port
+from zkserver.errors import LocalServerError
+from zkserver.ports import LOOPBACK, find_free_port
+from zkserver.server import ZooKeeperServer
 
 DEFAULT_PORT = 2181
 DEFAULT_DATA_DIR = Path(".run") / "zookeeper"

@@ -38,7 +38,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 
 from daemon.config import ConfigError, load_config
-from zkserver.local_server import four_letter_word
+from zkserver.four_letter_words import four_letter_word
 from zkstore.client_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_loaded
 from zkstore.security import ssl_context
 

@@ -6,7 +6,10 @@
 - ``registration``: KIP-380 broker registration (the czxid is the broker epoch);
 - ``election`` and ``fencing``: controller election and writes fenced by ``/controller_epoch``;
 - ``batch_read``: multi-read batches for loading hundreds of thousands of znodes;
-- ``client_config`` and ``client_metrics``: the daemons' ZooKeeper client settings and metrics.
+- ``client_config`` and ``client_metrics``: the daemons' ZooKeeper client settings and metrics;
+- the admin reads and writes, in Kafka's layout (what its ZooKeeper-era tools do): ``cluster_reads``,
+  ``topic_writes``, ``entity_configs`` (and ``users``), ``controller_requests``, over a session
+  from ``admin_session``; where replicas go is ``placement/``'s decision, which they only call.
 
 The ZooKeeper servers themselves (``make run``, tests) are ``zkserver/``, tooling above the daemons.
 

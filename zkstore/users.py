@@ -17,10 +17,11 @@ from collections.abc import Collection, Mapping, Sequence
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
+from placement.errors import AdminError
 from security.sasl import SCRAM_MECHANISMS, ScramCredential
-from zkstore.admin import AdminError, decode_entity_config, notify_config_change
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_data_many
+from zkstore.entity_configs import decode_entity_config, notify_config_change
 
 __all__ = [
     "USERS_CONFIG",

@@ -15,10 +15,12 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from broker.group.config import OFFSETS_TOPIC
-from broker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult, now_ms
+from broker.group.coordinator import GroupCoordinator
+from broker.group.messages import JoinRequest, JoinResult
+from broker.group.metadata_manager import OffsetFetchResult, now_ms
 from broker.metadata_cache import MetadataCache
-from broker.network import Request
 from broker.on_loop import answer_on_loop
+from broker.request_channel import Request
 from protocol import ErrorCode
 from protocol.consumer_offsets import OffsetCommitRecord
 from zkstore.znodes import TopicPartition
@@ -240,7 +242,7 @@ class GroupApis:
             body["group_id"], partitions, require_stable=bool(body.get("require_stable", False))
         )
 
-        def answer(result: tuple[ErrorCode, dict[TopicPartition, Any]]) -> Body:
+        def answer(result: tuple[ErrorCode, dict[TopicPartition, OffsetFetchResult]]) -> Body:
             error, found = result
             by_topic: dict[str, list[Body]] = {}
             wanted = partitions if partitions is not None else sorted(found)

@@ -1,4 +1,4 @@
-"""The group coordinator's reads and writes of its ``__consumer_offsets`` partitions on this broker."""
+"""The metadata manager's reads and writes of its ``__consumer_offsets`` partitions on this broker."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 from collections.abc import Iterator
 
 from broker.group.config import OFFSETS_TOPIC
-from broker.group.coordinator import Records
 from broker.group.loader import LoadedPartition, load_batches
+from broker.group.metadata_manager import Records
 from broker.log import Log
 from broker.produce import ProduceApi
 from broker.replica_manager import ReplicaManager

@@ -81,6 +81,18 @@ class Member:
     def same_protocols(self, protocols: list[tuple[str, bytes]]) -> bool:
         return self.protocols == protocols
 
+    def answer_join(self, result: Any) -> None:
+        """Answer the member's parked JoinGroup, if it has one: each parked request is answered once."""
+        respond, self.awaiting_join = self.awaiting_join, None
+        if respond is not None:
+            respond(result)
+
+    def answer_sync(self, result: Any) -> None:
+        """Answer the member's parked SyncGroup, if it has one: each parked request is answered once."""
+        respond, self.awaiting_sync = self.awaiting_sync, None
+        if respond is not None:
+            respond(result)
+
 
 @dataclass(eq=False)
 class Group:

@@ -1,13 +1,13 @@
 """Partition logs on disk in Kafka's formats: segments, offset and time indexes, leader epoch cache,
 idempotent producers' state and its snapshots."""
 
+from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
-from broker.log.log import (
+from broker.log.log import Log
+from broker.log.outcomes import (
     AppendInfo,
     InvalidRecord,
-    Log,
     LogClosed,
-    LogConfig,
     OffsetOutOfRange,
     RecordTooLarge,
     UnexpectedAppendOffset,

@@ -30,14 +30,14 @@ class CorruptIndex(Exception):
     """An index file that cannot belong to its segment; the segment's indexes are rebuilt from its log."""
 
 
-def _int32s(data: bytes) -> array:
+def _int32s(data: bytes) -> array[int]:
     values = array("i", data)
     if sys.byteorder == "little":
         values.byteswap()
     return values
 
 
-def _increasing(values: array) -> bool:
+def _increasing(values: array[int]) -> bool:
     return all(a < b for a, b in pairwise(values))
 
 

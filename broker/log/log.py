@@ -6,7 +6,7 @@ new sizes and log end offset, so a reader never meets half a batch. Changes that
 (truncation, retention, close) bump ``_changes`` before and after; a read that overlapped one is
 thrown away and done again under the lock.
 
-Producer state (``broker.log.producer_state``) lives beside the batches: a leader's append checks
+Producer state (``broker.log.producer_manager``) lives beside the batches: a leader's append checks
 idempotent producers' sequences and answers a retried batch with its original offsets; snapshots at
 each roll and on close, and a replay of the batch headers after the latest one, restore it on open.
 """
@@ -19,121 +19,24 @@ import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from broker.checkpoint import fsync_directory
+from broker.log.config import LogConfig
 from broker.log.epoch_cache import CHECKPOINT_FILE, LeaderEpochCache
-from broker.log.producer_snapshots import ProducerSnapshots
-from broker.log.producer_state import (
-    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-    BatchMetadata,
-    ProducerStateEntry,
-    ProducerStateTable,
-)
+from broker.log.outcomes import AppendInfo, InvalidRecord, LogClosed, OffsetOutOfRange, UnexpectedAppendOffset
+from broker.log.producer_manager import ProducerStateManager
+from broker.log.producer_state import ProducerStateEntry
 from broker.log.recovery import load_segments
-from broker.log.segment import MAX_RELATIVE_OFFSET, BatchInfo, InvalidBytes, Segment, wall_clock_ms
-from protocol.record_batch import CorruptRecordBatch, RecordBatchHeader, parse_batches, restamp_in_place
+from broker.log.segment import MAX_RELATIVE_OFFSET, BatchInfo, Segment, wall_clock_ms
+from broker.log.validation import Batches, checked_batches, leader_batches
+from protocol.record_batch import restamp_in_place
+
+__all__ = ["Log"]
 
 log = logging.getLogger("broker.log")
-
-DAY_MS = 24 * 3600 * 1000
-
-
-@dataclass(frozen=True)
-class LogConfig:
-    segment_bytes: int = 1 << 30
-    """log.segment.bytes"""
-    segment_ms: int = 7 * DAY_MS
-    """log.roll.ms / log.roll.hours"""
-    index_interval_bytes: int = 4096
-    """log.index.interval.bytes"""
-    retention_ms: int = 7 * DAY_MS
-    """log.retention.ms; -1: no time limit"""
-    retention_bytes: int = -1
-    """log.retention.bytes; -1: no size limit"""
-    max_batch_bytes: int = 1048588
-    """message.max.bytes: a leader refuses a bigger batch"""
-    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
-    """producer.id.expiration.ms: an idle producer's state is dropped after this long"""
-
-
-class OffsetOutOfRange(Exception):
-    """A read outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE)."""
-
-    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
-        super().__init__(f"offset {offset} is outside the log [{log_start_offset}, {log_end_offset}]")
-        self.offset = offset
-        self.log_start_offset = log_start_offset
-        self.log_end_offset = log_end_offset
-
-
-class RecordTooLarge(Exception):
-    """A batch above ``max_batch_bytes`` (MESSAGE_TOO_LARGE)."""
-
-    def __init__(self, size: int, max_size: int) -> None:
-        super().__init__(f"a batch of {size} bytes is above message.max.bytes ({max_size})")
-        self.size = size
-        self.max_size = max_size
-
-
-class InvalidRecord(CorruptRecordBatch):
-    """Well-framed batches a leader still refuses: none at all, or a record count that does not match
-    the offset range (Kafka answers INVALID_RECORD; as a CorruptRecordBatch it is CORRUPT_MESSAGE)."""
-
-
-class UnexpectedAppendOffset(ValueError):
-    """A follower's append that does not start at the log end offset."""
-
-    def __init__(self, expected: int, first_offset: int) -> None:
-        super().__init__(f"follower append starts at offset {first_offset}, the log ends at {expected}")
-        self.expected = expected
-        self.first_offset = first_offset
-
-
-class LogClosed(ValueError):
-    """An operation on a log that was closed or deleted."""
-
-
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    """The last offset of the batch holding ``max_timestamp`` (-1 if no batch has a timestamp)."""
-    batches: int
-    records: int
-    bytes: int
-    duplicate: bool = False
-    """A retry of a batch already stored: nothing was appended, the offsets and max timestamp are the
-    stored batch's (``batches``, ``records`` and ``bytes`` are 0)."""
-
-    @classmethod
-    def of_duplicate(cls, stored: BatchMetadata) -> AppendInfo:
-        last = stored.last_offset
-        return cls(stored.first_offset, last, stored.max_timestamp, last, 0, 0, 0, duplicate=True)
-
-
-def _byte_view(records: bytes | bytearray | memoryview) -> memoryview:
-    view = memoryview(records)
-    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
-
-
-def _checked(
-    records: bytes | bytearray | memoryview,
-) -> tuple[memoryview, list[tuple[RecordBatchHeader, int, int]]]:
-    """The batches of an append: whole, magic 2, CRC-valid, offset ranges not negative."""
-    view = _byte_view(records)
-    batches = parse_batches(view, allow_partial=False, verify_crc=True)
-    for header, position, _ in batches:
-        if header.last_offset_delta < 0:
-            raise InvalidRecord(
-                f"batch at byte {position}: negative last offset delta {header.last_offset_delta}"
-            )
-    return view, batches
 
 
 class Log:
@@ -159,8 +62,7 @@ class Log:
         self._lock = threading.Lock()
         self._changes = 0
         self._closed = False
-        self._producers = ProducerStateTable()
-        self._snapshots = ProducerSnapshots(directory)
+        self._producers = ProducerStateManager(directory, self.topic_partition)
 
     # -- opening
 
@@ -200,7 +102,13 @@ class Log:
         if not epochs.trusted:
             epochs.save()
         opened = cls(directory, config, segments, epochs, start, min(recovery_point, log_end))
-        opened._load_producer_state(clean=recovery_point >= log_end and loaded.truncation is None)
+        opened._producers.load(
+            opened._segments,
+            start,
+            log_end,
+            config.producer_id_expiration_ms,
+            clean=recovery_point >= log_end and loaded.truncation is None,
+        )
         for path, reason in loaded.rebuilt_indexes:
             log.warning("%s: rebuilt the indexes of %s: %s", opened.topic_partition, path.name, reason)
             if emit is not None:
@@ -274,23 +182,14 @@ class Log:
         with the stored batch (``AppendInfo.duplicate``). ``last_offset_delta`` stays as the producer
         set it.
         """
-        view, batches = _checked(records)
-        if not batches:
-            raise InvalidRecord("an append needs at least one record batch")
-        for header, position, size in batches:
-            if size > self.config.max_batch_bytes:
-                raise RecordTooLarge(size, self.config.max_batch_bytes)
-            if header.records_count != header.last_offset_delta + 1:
-                raise InvalidRecord(
-                    f"batch at byte {position}: {header.records_count} records for "
-                    f"{header.last_offset_delta + 1} offsets"
-                )
+        view, batches = leader_batches(records, self.config.max_batch_bytes)
         data = bytearray(view)
         with self._lock:
             self._require_open()
             first = self._log_end_offset
             bases = list(accumulate((h.last_offset_delta + 1 for h, _, _ in batches[:-1]), initial=first))
-            check = self._producers.check_leader_append(zip((h for h, _, _ in batches), bases, strict=True))
+            headers = (h for h, _, _ in batches)
+            check = self._producers.table.check_leader_append(zip(headers, bases, strict=True))
             if check.duplicate is not None:
                 return AppendInfo.of_duplicate(check.duplicate)
             infos: list[BatchInfo] = []
@@ -299,12 +198,12 @@ class Log:
                 infos.append((base + header.last_offset_delta, header.max_timestamp, size))
             self._epochs.assign(leader_epoch, first)
             info = self._append(data, infos, batches, first, now_ms)
-            self._producers.apply(check.updates)
+            self._producers.table.apply(check.updates)
             return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
         """Append batches as the leader stamped them; they must start at the log end and go forward."""
-        view, batches = _checked(records)
+        view, batches = checked_batches(records)
         with self._lock:
             self._require_open()
             expected = self._log_end_offset
@@ -322,14 +221,14 @@ class Log:
                 self._epochs.assign(header.partition_leader_epoch, header.base_offset)
             info = self._append(view, infos, batches, batches[0][0].base_offset, None)
             for header, _, _ in batches:
-                self._producers.apply_replicated(header)
+                self._producers.table.apply_replicated(header)
             return info
 
     def _append(
         self,
         data: bytearray | memoryview,
         infos: list[BatchInfo],
-        batches: list[tuple[RecordBatchHeader, int, int]],
+        batches: Batches,
         first_offset: int,
         now: int | None,
     ) -> AppendInfo:
@@ -379,7 +278,7 @@ class Log:
         old.seal()
         self._segments = (*self._segments, new)
         self._recovery_point = max(self._recovery_point, new.base_offset)
-        self._take_snapshot(new.base_offset)
+        self._producers.snapshot(new.base_offset, self._log_start_offset)
         return new
 
     # -- reading
@@ -464,7 +363,12 @@ class Log:
                 self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
                 self._recovery_point = min(self._recovery_point, self._log_end_offset)
             self._epochs.truncate_from_end(self._log_end_offset)
-            self._truncate_producer_state()
+            self._producers.truncated(
+                self._segments,
+                self._log_start_offset,
+                self._log_end_offset,
+                self.config.producer_id_expiration_ms,
+            )
             return self._log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -481,8 +385,7 @@ class Log:
             fsync_directory(self.directory)
             self._log_start_offset = self._log_end_offset = self._recovery_point = offset
         self._epochs.clear()
-        self._producers = ProducerStateTable()
-        self._snapshots.delete_all()
+        self._producers.reset()
 
     # -- retention
 
@@ -515,7 +418,7 @@ class Log:
                 for segment in segments[:count]:
                     segment.delete()
             self._epochs.truncate_from_start(self._log_start_offset)
-            self._snapshots.delete_outside(self._log_start_offset, self._log_end_offset)
+            self._producers.delete_snapshots_outside(self._log_start_offset, self._log_end_offset)
             log.info(
                 "%s: retention deleted %d segment(s); log start offset now %d",
                 self.topic_partition, count, self._log_start_offset,
@@ -527,11 +430,11 @@ class Log:
     @property
     def producer_count(self) -> int:
         """Idempotent producers with state in this partition."""
-        return len(self._producers)
+        return len(self._producers.table)
 
     def producer_entry(self, producer_id: int) -> ProducerStateEntry | None:
         """A producer's state here (an immutable entry), None if it has none."""
-        return self._producers.get(producer_id)
+        return self._producers.table.get(producer_id)
 
     def reconfigure(self, config: LogConfig) -> None:
         """New settings (a topic-level override changed); the segments on disk stay as they are."""
@@ -544,68 +447,10 @@ class Log:
         with self._lock:
             self._require_open()
             now = wall_clock_ms() if now_ms is None else now_ms
-            gone = self._producers.remove_expired(now, self.config.producer_id_expiration_ms)
+            gone = self._producers.table.remove_expired(now, self.config.producer_id_expiration_ms)
         if gone:
             log.info("%s: expired producer ids %s", self.topic_partition, gone)
         return len(gone)
-
-    def _load_producer_state(self, *, clean: bool) -> None:
-        """At open: the latest good snapshot inside the log, then the batches after it.
-
-        Every roll and close writes a snapshot, and only a roll or a clean shutdown flushes; so a
-        cleanly closed log without one was written before producer state existed (or holds nothing)
-        and is not read at all, as in Kafka.
-        """
-        self._snapshots.delete_outside(self._log_start_offset, self._log_end_offset)
-        if clean and self._snapshots.latest() is None:
-            self._take_snapshot(self._log_end_offset)
-        else:
-            self._reload_producer_state()
-
-    def _truncate_producer_state(self) -> None:
-        """After a truncation: snapshots past the new end go and the state is rebuilt from those left.
-        A state that was empty stays empty, and nothing is read (logs without idempotent producers)."""
-        self._snapshots.delete_outside(self._log_start_offset, self._log_end_offset)
-        if len(self._producers):
-            self._reload_producer_state()
-
-    def _reload_producer_state(self) -> None:
-        """The state of the latest readable snapshot (expired producers left out), or an empty one at
-        the log start, brought to the log end by replaying the batches after it; snapshotted there."""
-        loaded = self._snapshots.load_latest(wall_clock_ms(), self.config.producer_id_expiration_ms)
-        start, entries = loaded if loaded is not None else (self._log_start_offset, [])
-        self._producers = ProducerStateTable(entries)
-        self._replay_producers(start)
-        self._take_snapshot(self._log_end_offset)
-
-    def _replay_producers(self, start: int) -> None:
-        """Apply every batch from ``start`` to the log end, unchecked, reading headers only. On the way,
-        snapshot at the bases of the last two segments, so a later truncation replays little (Kafka)."""
-        segments = self._segments
-        snapshot_bases = {segment.base_offset for segment in segments[-2:]}
-        for segment in segments:
-            if segment.next_offset <= start:
-                continue
-            if segment.base_offset in snapshot_bases:
-                self._take_snapshot(segment.base_offset)
-            try:
-                for header in segment.batch_headers(max(start, segment.base_offset)):
-                    self._producers.apply_replicated(header)
-            except InvalidBytes as exc:  # a segment trusted at open is not checked: fetches fail there too
-                log.warning(
-                    "%s: producer state skips the rest of %s: %s",
-                    self.topic_partition,
-                    segment.path.name,
-                    exc,
-                )
-
-    def _take_snapshot(self, offset: int, *, sync: bool = False) -> None:
-        """Snapshot the state, which must be that of the log before ``offset``, unless it has not
-        advanced: a snapshot at or after ``offset`` exists, or ``offset`` is the log start. Only the
-        one written on close is fsynced (as in Kafka): a clean start may rely on it."""
-        latest = self._snapshots.latest()
-        if offset > (latest if latest is not None else self._log_start_offset):
-            self._snapshots.write(offset, self._producers.entries(), sync=sync)
 
     # -- durability and lifetime
 
@@ -638,7 +483,7 @@ class Log:
                 return
             try:
                 if snapshot:
-                    self._take_snapshot(self._log_end_offset, sync=True)
+                    self._producers.snapshot(self._log_end_offset, self._log_start_offset, sync=True)
             except OSError as exc:
                 log.warning("%s: no producer snapshot written on close: %s", self.topic_partition, exc)
             with self._changing():

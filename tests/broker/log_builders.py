@@ -14,6 +14,10 @@ from broker.log import Log, LogConfig
 from protocol.record_batch import CRC_START, build_batch, parse_batches
 
 TP = "topic-0"
+PID = 4000
+"""The idempotent producer of the producer-state tests."""
+NOW = 1_700_000_000_000
+"""Their wall clock, in ms: batches' timestamps and producers' last activity."""
 
 
 def batch(records: int = 1, *, value_size: int = 10, timestamp: int = 0, base_offset: int = 0) -> bytes:

@@ -23,8 +23,8 @@ from broker.apis import BrokerIdentity, KafkaApis
 from broker.checkpoint import read_offsets, write_offsets
 from broker.log import Log, LogConfig
 from broker.metadata_cache import CachedBroker, MetadataCache
-from broker.network import Close, Request, Result
 from broker.replica_manager import HW_CHECKPOINT_FILE, ReplicaManager
+from broker.request_channel import Close, Request, Result
 from daemon.eventlog import EventLog
 from protocol import (
     MAX_BROKER_EPOCH_VERSIONS,

@@ -9,7 +9,6 @@ it by the epoch it carries.
 from __future__ import annotations
 
 import asyncio
-import urllib.request
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from broker.checkpoint import read_offsets
 from cluster import metrics_reference
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, channel_idle, epoch_of, produce
+from tests.support.metrics import parse, scrape_text_async
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
 from zkstore import znodes
@@ -302,15 +302,8 @@ async def test_metrics_use_the_jmx_exporter_names(cluster: Cluster) -> None:
     port = (await broker.wait_kind("broker_started"))["metrics_port"]
     answer = await produce(broker, "metered", 0, 10, acks=1)
     assert answer["error_code"] == ErrorCode.NONE
-    loop = asyncio.get_running_loop()
-    text = await loop.run_in_executor(
-        None, lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    )
-    samples = {
-        line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
+    text = await scrape_text_async(port)
+    samples = parse(text)
     assert samples["kafka_server_replicamanager_leadercount"] == 1
     assert samples["kafka_server_replicamanager_partitioncount"] == 2
     assert samples["kafka_server_kafkaserver_brokerepoch"] == epoch_of(broker)

@@ -16,7 +16,7 @@ from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, epoch_of
 from tests.support.requests import lai_partition, leader_and_isr
 from tests.support.waiting import wait_until
-from zkstore.admin import create_topic
+from zkstore.topic_writes import create_topic
 
 
 def guard(*answers: ZkController | Exception, timeout_s: float = 1.0) -> ControllerEpochGuard:

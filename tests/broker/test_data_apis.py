@@ -21,10 +21,10 @@ from broker.alter_partition_manager import Outcome, Proposal
 from broker.apis import BrokerIdentity, KafkaApis
 from broker.fetch import FetchApi
 from broker.metadata_cache import MetadataCache
-from broker.network import Close, Request, Result
 from broker.offsets_api import OffsetsApi
 from broker.produce import ProduceApi
 from broker.replica_manager import ReplicaManager
+from broker.request_channel import Close, Request, Result
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode, decode_request_header, decode_response, encode_request
 from protocol.record_batch import build_batch, parse_batches

@@ -12,8 +12,10 @@ from dataclasses import replace
 import pytest
 
 from broker.group.config import GroupConfig
-from broker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult, Records
+from broker.group.coordinator import GroupCoordinator
 from broker.group.loader import LoadedPartition, load_batches
+from broker.group.messages import JoinRequest, JoinResult
+from broker.group.metadata_manager import Records
 from broker.group.state import GroupState
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
@@ -212,7 +214,9 @@ async def test_resigning_answers_parked_joins_with_not_coordinator(tmp_path) -> 
         MemoryOffsetsLog(), tmp_path, replace(FAST, group_initial_rebalance_delay_ms=5_000)
     )
     parked = await join_new(coordinator, join(client="a"))
-    await asyncio.sleep(0.05)
+    await wait_until(
+        lambda: coordinator.groups[GROUP].awaiting_join_count() == 1, "the join parked", timeout=5
+    )
     coordinator.on_resignation(0, 1)
     async with asyncio.timeout(5):
         result = await parked
@@ -226,16 +230,18 @@ async def test_requests_while_loading_and_for_other_partitions(tmp_path) -> None
         1, replace(FAST, offsets_topic_num_partitions=2), log, EventLog(tmp_path / "e.jsonl", "broker-1")
     )
     coordinator.bind(asyncio.get_running_loop())
-    loading = asyncio.Event()
+    load_started, loading = asyncio.Event(), asyncio.Event()
 
     async def slow_load(partition: int) -> LoadedPartition:
+        load_started.set()
         await loading.wait()
         return LoadedPartition()
 
     log.load = slow_load  # type: ignore[method-assign]
     mine = coordinator.partition_of(GROUP)
     coordinator.on_election(mine, 0)
-    await asyncio.sleep(0.01)
+    async with asyncio.timeout(5):
+        await load_started.wait()
     assert (await coordinator.join_group(join())).error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     assert (
         await coordinator.sync_group(GROUP, 1, "m", None, None, None, {})
@@ -273,7 +279,7 @@ async def test_delete_groups_only_removes_empty_groups(tmp_path) -> None:
     await coordinator.leave_group(GROUP, [(member.member_id, None)])
     await wait_until(lambda: coordinator.groups[GROUP].state is GroupState.EMPTY, "the group empty")
     assert await coordinator.delete_groups([GROUP]) == {GROUP: ErrorCode.NONE}
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: any(v is None for _, v in log.records[0]), "the tombstones written", timeout=5)
     assert log.records[0][-1][1] is None  # a tombstone for the group record
 
 

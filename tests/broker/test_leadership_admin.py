@@ -17,7 +17,7 @@ from tests.support.clients import DEADLINE_S
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state, topic_replicas
-from zkstore import admin
+from zkstore import entity_configs
 
 pytestmark = pytest.mark.zookeeper
 
@@ -34,12 +34,25 @@ async def replicas(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]:
     return await topic_replicas(cluster.admin, topic)
 
 
+def elect(servers: str, kind: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+    """confluent-kafka's AdminClient.elect_leaders (``kind`` PREFERRED or UNCLEAN): each partition's error."""
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    client = AdminClient({"bootstrap.servers": servers})
+    asked = [TopicPartition(topic, partition) for topic, partition in partitions]
+    done = client.elect_leaders(ElectionType[kind], asked).result(DEADLINE_S)
+    return {(tp.topic, tp.partition): error_name(e) for tp, e in done.items()}
+
+
 async def test_confluent_admin_client_elects_preferred_and_unclean_leaders(cluster: Cluster) -> None:
     await cluster.start((1, 2, 3))
     await cluster.topic("pref", {0: (1, 2), 1: (2, 3)})
     await cluster.topic("strict", {0: (2, 3)})
     await cluster.topic("lossy", {0: (2, 3)})
-    await admin.change_topic_configs(cluster.admin, "lossy", {"unclean.leader.election.enable": "true"})
+    await entity_configs.change_topic_configs(
+        cluster.admin, "lossy", {"unclean.leader.election.enable": "true"}
+    )
 
     # broker 1 comes back as a follower of pref-0: its preferred leadership stays with broker 2
     cluster.restart(1)
@@ -51,17 +64,8 @@ async def test_confluent_admin_client_elects_preferred_and_unclean_leaders(clust
     await wait_until(back_in_sync, what="broker 1 back in pref-0's ISR under leader 2", timeout=SESSION_S)
     servers = cluster.bootstrap()
 
-    def preferred() -> dict[tuple[str, int], str | None]:
-        from confluent_kafka import ElectionType, TopicPartition
-        from confluent_kafka.admin import AdminClient
-
-        client = AdminClient({"bootstrap.servers": servers})
-        done = client.elect_leaders(
-            ElectionType.PREFERRED, [TopicPartition("pref", 0), TopicPartition("pref", 1)]
-        ).result(DEADLINE_S)
-        return {(tp.topic, tp.partition): error_name(e) for tp, e in done.items()}
-
-    assert await asyncio.to_thread(preferred) == {("pref", 0): None, ("pref", 1): "ELECTION_NOT_NEEDED"}
+    preferred = await asyncio.to_thread(elect, servers, "PREFERRED", [("pref", 0), ("pref", 1)])
+    assert preferred == {("pref", 0): None, ("pref", 1): "ELECTION_NOT_NEEDED"}
     assert (await leader_and_isr(cluster, "pref", 0))[0] == 1
 
     # strict and lossy lose their whole ISR ([2]) while broker 3 is out of it
@@ -88,22 +92,8 @@ async def test_confluent_admin_client_elects_preferred_and_unclean_leaders(clust
     assert (await leader_and_isr(cluster, "strict", 0))[0] == -1
     servers = cluster.bootstrap()  # broker 3's new ports
 
-    def unclean() -> tuple[dict[tuple[str, int], str | None], dict[tuple[str, int], str | None]]:
-        from confluent_kafka import ElectionType, TopicPartition
-        from confluent_kafka.admin import AdminClient
-
-        client = AdminClient({"bootstrap.servers": servers})
-        asked = [TopicPartition("strict", 0), TopicPartition("lossy", 0)]
-        done = client.elect_leaders(ElectionType.UNCLEAN, asked).result(DEADLINE_S)
-        missing = client.elect_leaders(ElectionType.PREFERRED, [TopicPartition("nosuch", 0)]).result(
-            DEADLINE_S
-        )
-        return (
-            {(tp.topic, tp.partition): error_name(e) for tp, e in done.items()},
-            {(tp.topic, tp.partition): error_name(e) for tp, e in missing.items()},
-        )
-
-    elected, missing = await asyncio.to_thread(unclean)
+    elected = await asyncio.to_thread(elect, servers, "UNCLEAN", [("strict", 0), ("lossy", 0)])
+    missing = await asyncio.to_thread(elect, servers, "PREFERRED", [("nosuch", 0)])
     assert elected == {("strict", 0): None, ("lossy", 0): "ELECTION_NOT_NEEDED"}
     assert missing == {("nosuch", 0): "UNKNOWN_TOPIC_OR_PART"}  # librdkafka's name
     assert await leader_and_isr(cluster, "strict", 0) == (3, [3])

@@ -14,7 +14,7 @@ import pytest
 
 from broker.metadata_api import MetadataApis
 from broker.metadata_cache import MetadataCache
-from broker.network import Request, Result
+from broker.request_channel import Request, Result
 from protocol import (
     ApiKey,
     ErrorCode,
@@ -23,47 +23,16 @@ from protocol import (
     encode_request,
     encode_response,
 )
+from tests.support.requests import um_partition, update_metadata
 
 BROKER_ID = 1
 LISTENER = "PLAINTEXT"
 
 
-def live(*ids: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": b,
-            "endpoints": [{"port": 9092, "host": f"b{b}", "listener": LISTENER, "security_protocol": 0}],
-            "rack": None,
-        }
-        for b in ids
-    ]
-
-
-def state(
-    index: int, leader: int, leader_epoch: int = 1, replicas: tuple[int, ...] = (1, 2)
-) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "controller_epoch": 1,
-        "leader": leader,
-        "leader_epoch": leader_epoch,
-        "isr": list(replicas),
-        "zk_version": 0,
-        "replicas": list(replicas),
-        "offline_replicas": [],
-    }
-
-
 def update(
     cache: MetadataCache, topics: dict[str, list[dict[str, Any]]], brokers: tuple[int, ...] = (1, 2)
 ) -> None:
-    cache.update(
-        {
-            "controller_id": 100,
-            "topic_states": [{"topic_name": t, "partition_states": s} for t, s in topics.items()],
-            "live_brokers": live(*brokers),
-        }
-    )
+    cache.update(update_metadata(7, 1, topics, live=brokers))
 
 
 class Client:
@@ -117,7 +86,13 @@ class Client:
 @pytest.mark.parametrize("version", range(1, 9))
 def test_every_version_describes_the_cache(version: int) -> None:
     client = Client()
-    update(client.cache, {"a": [state(0, 1, 4), state(1, 2, 6)], "b": [state(0, 2, 3, (2, 1))]})
+    update(
+        client.cache,
+        {
+            "a": [um_partition(0, leader=1, leader_epoch=4), um_partition(1, leader=2, leader_epoch=6)],
+            "b": [um_partition(0, leader=2, leader_epoch=3, replicas=(2, 1))],
+        },
+    )
     response = client.metadata(version)
     assert [b["node_id"] for b in response["brokers"]] == [1, 2]
     topics = {t["name"]: t for t in response["topics"]}
@@ -132,15 +107,22 @@ def test_every_version_describes_the_cache(version: int) -> None:
 
 def test_a_leader_change_is_served_at_once() -> None:
     client = Client()
-    update(client.cache, {"a": [state(0, 1)], "b": [state(0, 2)]})
+    update(client.cache, {"a": [um_partition(0, leader=1)], "b": [um_partition(0, leader=2)]})
     assert client.leaders() == {("a", 0): (1, ErrorCode.NONE), ("b", 0): (2, ErrorCode.NONE)}
-    update(client.cache, {"a": [state(0, 2, 2)]})
+    update(client.cache, {"a": [um_partition(0, leader=2, leader_epoch=2)]})
     assert client.leaders() == {("a", 0): (2, ErrorCode.NONE), ("b", 0): (2, ErrorCode.NONE)}
 
 
 def test_every_topic_passes_a_checkpoint() -> None:
     client = Client()
-    update(client.cache, {"a": [state(0, 1)], "b": [state(0, 2)], "c": [state(0, 1)]})
+    update(
+        client.cache,
+        {
+            "a": [um_partition(0, leader=1)],
+            "b": [um_partition(0, leader=2)],
+            "c": [um_partition(0, leader=1)],
+        },
+    )
     calls: list[int] = []
     client.apis.checkpoint = lambda: calls.append(1)
     client.metadata(1)
@@ -149,7 +131,7 @@ def test_every_topic_passes_a_checkpoint() -> None:
 
 def test_a_broker_leaving_is_seen_in_topics_it_did_not_touch() -> None:
     client = Client()
-    update(client.cache, {"a": [state(0, 2)]})
+    update(client.cache, {"a": [um_partition(0, leader=2)]})
     assert client.leaders() == {("a", 0): (2, ErrorCode.NONE)}
     update(client.cache, {}, brokers=(1,))  # broker 2 is gone; topic a's state itself is unchanged
     assert client.leaders() == {("a", 0): (-1, ErrorCode.LEADER_NOT_AVAILABLE)}
@@ -157,10 +139,10 @@ def test_a_broker_leaving_is_seen_in_topics_it_did_not_touch() -> None:
 
 def test_unknown_and_deleted_topics_are_not_served_from_old_encodings() -> None:
     client = Client()
-    update(client.cache, {"a": [state(0, 1)]})
+    update(client.cache, {"a": [um_partition(0, leader=1)]})
     unknown = client.metadata(1, ["a", "nope"])["topics"][1]
     assert unknown["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    update(client.cache, {"a": [{**state(0, 1), "leader": -2}]})  # deletion removes the partition
+    update(client.cache, {"a": [um_partition(0, leader=-2)]})  # deletion removes the partition
     (topic,) = client.metadata(1, ["a"])["topics"]
     assert topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic["partitions"] == []
 
@@ -179,7 +161,7 @@ def test_all_topics_lists_only_what_the_principal_may_describe() -> None:
     filter applied to the finished answer would find bytes, not topics (a real client's Metadata for
     all topics once closed its connection on an ACL-enabled broker)."""
     client = Client()
-    update(client.cache, {"public": [state(0, 1)], "secret": [state(0, 2)]})
+    update(client.cache, {"public": [um_partition(0, leader=1)], "secret": [um_partition(0, leader=2)]})
     for version in (1, 4, 8):
         listed = client.metadata(version, describable=lambda name: name != "secret")["topics"]
         assert [t["name"] for t in listed] == ["public"]

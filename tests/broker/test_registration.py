@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from broker.config import load
 from broker.server import BrokerServer
 from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
-from tests.support.requests import CONTROLLER_ID, lai_partition, leader_and_isr
+from tests.support.requests import CONTROLLER_ID, lai_partition, leader_and_isr, update_metadata
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import expire_session, session, stand_in_controller
 from zkstore import znodes
@@ -53,17 +54,6 @@ async def _broker(zk_connect: str, tmp_path: Path) -> AsyncIterator[BrokerServer
         await server.stop()
 
 
-def update_metadata(broker_epoch: int) -> dict[str, Any]:
-    """UpdateMetadata v5 (per-broker epoch) naming only broker 7, from the stand-in controller, epoch 1."""
-    return {
-        "controller_id": CONTROLLER_ID,
-        "controller_epoch": 1,
-        "broker_epoch": broker_epoch,
-        "topic_states": [],
-        "live_brokers": [{"id": 7, "endpoints": [], "rack": None}],
-    }
-
-
 async def send(
     server: BrokerServer, body: dict[str, Any], api: ApiKey = ApiKey.UPDATE_METADATA, version: int = 5
 ) -> dict[str, Any]:
@@ -98,16 +88,18 @@ async def test_registration_publishes_every_listener_and_the_epoch_is_the_czxid(
 async def test_after_a_session_expiry_the_broker_registers_again_and_fences_the_old_epoch(
     broker: BrokerServer,
 ) -> None:
+    # UpdateMetadata v5 (per-broker epoch) naming only broker 7, from the stand-in controller, epoch 1
+    naming_7 = partial(update_metadata, 5, topics={}, live=[7])
     old_epoch = broker.identity.epoch
-    assert (await send(broker, update_metadata(old_epoch)))["error_code"] == ErrorCode.NONE
+    assert (await send(broker, naming_7(old_epoch)))["error_code"] == ErrorCode.NONE
     await expire_session(broker.zk)
     await wait_until(lambda: broker.identity.epoch != old_epoch, timeout=30, what="a new registration")
     new_epoch = broker.identity.epoch
     assert new_epoch > old_epoch
     assert any(e["kind"] == "registered" and e["broker_epoch"] == new_epoch for e in broker.events.recent)
-    assert (await send(broker, update_metadata(old_epoch)))["error_code"] == ErrorCode.STALE_BROKER_EPOCH
-    assert (await send(broker, update_metadata(new_epoch)))["error_code"] == ErrorCode.NONE
-    assert (await send(broker, update_metadata(-1)))["error_code"] == ErrorCode.NONE
+    assert (await send(broker, naming_7(old_epoch)))["error_code"] == ErrorCode.STALE_BROKER_EPOCH
+    assert (await send(broker, naming_7(new_epoch)))["error_code"] == ErrorCode.NONE
+    assert (await send(broker, naming_7(-1)))["error_code"] == ErrorCode.NONE
 
 
 async def test_high_watermark_checkpoints_go_on_after_a_session_expiry(broker: BrokerServer) -> None:

@@ -10,7 +10,7 @@ from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
 from zkstore import znodes
-from zkstore.admin import create_topic, delete_topic
+from zkstore.topic_writes import create_topic, delete_topic
 
 pytestmark = pytest.mark.zookeeper
 

@@ -17,7 +17,7 @@ from chaos.compose import ComposeCluster, ComposeInjector
 from chaos.schedule import FaultSchedule, Step
 from daemon.eventlog import EventLog
 from deploy.compose import Compose
-from tests.deploy import SECURE_FILES, compose_model
+from tests.support.compose import SECURE_FILES, compose_model
 
 
 class ModelOnly(Compose):

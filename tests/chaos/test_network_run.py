@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from chaos.__main__ import main
-from cluster import launcher, netns
+from cluster import launcher, netns, node_control, state_file
 from cluster.verify_replicas import verify
 
 REASON = netns.unavailable()
@@ -35,7 +35,7 @@ def cluster(tmp_path: Path) -> Iterator[Path]:
     try:
         yield directory
     finally:
-        launcher.down(directory)
+        node_control.down(directory)
 
 
 def test_a_zombie_broker_and_a_zookeeper_restart_lose_nothing(
@@ -51,7 +51,7 @@ def test_a_zombie_broker_and_a_zookeeper_restart_lose_nothing(
     events = lines(run_dir / "events.jsonl")
     injected = [(e["fault"], e["target"]) for e in events if e["kind"] == "fault_injected"]
     assert injected[:2] == [("isolate-zookeeper", "broker-1"), ("zookeeper-restart", "zookeeper-1")]
-    state = launcher.load_state(cluster)
-    broker_1 = lines(Path(launcher.find(state, "broker-1")["events"]))
+    state = state_file.load_state(cluster)
+    broker_1 = lines(Path(state_file.find(state, "broker-1")["events"]))
     assert any(e["kind"] == "session_expired" for e in broker_1), "cut off past its session timeout"
     assert [r for r in asyncio.run(verify(state)) if not r.consistent] == []

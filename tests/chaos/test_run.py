@@ -14,7 +14,7 @@ import pytest
 
 from chaos.__main__ import main
 from chaos.faults import _stopped
-from cluster import launcher
+from cluster import launcher, node_control, state_file
 
 TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 FIELDS = {
@@ -108,7 +108,7 @@ def cluster(tmp_path: Path) -> Iterator[Path]:
     try:
         yield directory
     finally:
-        launcher.down(directory)
+        node_control.down(directory)
 
 
 @pytest.mark.zookeeper
@@ -136,7 +136,7 @@ def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
     healed = [(e["fault"], e["target"]) for e in events if e["kind"] == "fault_healed"]
     assert injected == [("kill", "controller-1001"), ("pause", "broker-2"), ("resume", "broker-2")]
     assert healed == [("kill", "controller-1001"), ("pause", "broker-2")]
-    broker_2 = lines(Path(launcher.find(launcher.load_state(cluster), "broker-2")["events"]))
+    broker_2 = lines(Path(state_file.find(state_file.load_state(cluster), "broker-2")["events"]))
     assert any(e["kind"] == "session_expired" for e in broker_2), "the pause outlasted its session"
 
     acked = {e["value"]: (e["partition"], e["offset"]) for e in history if e["kind"] == "produce_acked"}
@@ -160,5 +160,5 @@ def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
         "member-1",
         "member-2",
     }
-    processes = launcher.load_state(cluster)["processes"]
-    assert all(launcher.alive(p["pid"]) and not _stopped(p["pid"]) for p in processes), "all running"
+    processes = state_file.load_state(cluster)["processes"]
+    assert all(state_file.alive(p["pid"]) and not _stopped(p["pid"]) for p in processes), "all running"

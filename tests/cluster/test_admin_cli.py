@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from cluster import admin_cli, launcher
+from cluster import admin_cli, brokers_cli, console_cli, leadership_cli, state_file, topics_cli
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import register
-from zkstore import admin, znodes
+from zkstore import topic_writes, znodes
 from zkstore.aio import AsyncZooKeeper
 
 pytestmark = pytest.mark.zookeeper
@@ -30,7 +30,9 @@ def parser() -> argparse.ArgumentParser:
     """``python -m cluster`` with only the admin commands (the lifecycle ones are another module's)."""
     top = argparse.ArgumentParser(prog="python -m cluster")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    admin_cli.register(commands, admin_cli.common_options())
+    common = admin_cli.common_options()
+    for module in (topics_cli, brokers_cli, leadership_cli, console_cli):
+        module.register(commands, common)
     return top
 
 
@@ -62,8 +64,8 @@ def write_cluster_file(directory: Path, zk_connect: str, brokers: dict[int, tupl
         for b, (h, p) in brokers.items()
     ]
     processes.append({"name": "controller-100", "role": "controller", "id": 100, "listeners": []})
-    state = {"version": launcher.STATE_VERSION, "zookeeper_connect": zk_connect, "processes": processes}
-    path = launcher.state_path(directory)
+    state = {"version": state_file.STATE_VERSION, "zookeeper_connect": zk_connect, "processes": processes}
+    path = state_file.state_path(directory)
     path.write_text(json.dumps(state))
     return path
 
@@ -138,7 +140,7 @@ async def test_alter_and_delete(
     zk: AsyncZooKeeper, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await register(zk, 1, 2, 3)
-    await admin.create_new_topic(zk, "orders", assignment={0: (1, 2)})
+    await topic_writes.create_new_topic(zk, "orders", assignment={0: (1, 2)})
     assert (
         await cli("topics", "alter", "orders", "--partitions", "3", "--json", "--zookeeper", zk_connect) == 0
     )
@@ -176,7 +178,7 @@ async def test_create_errors_are_one_line_exit_1_and_write_nothing(
     zk: AsyncZooKeeper, zk_connect: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     await register(zk, 1, 2, 3)
-    await admin.create_topic(zk, "orders", {0: (1,)})
+    await topic_writes.create_topic(zk, "orders", {0: (1,)})
     assert await cli("topics", "create", *argv, "--zookeeper", zk_connect) == 1
     captured = capsys.readouterr()
     assert message in error_line(captured)
@@ -207,7 +209,7 @@ async def test_a_terminal_gets_a_rich_table(
     zk: AsyncZooKeeper, zk_connect: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("rich")
-    await admin.create_topic(zk, "orders", {0: (1,)})
+    await topic_writes.create_topic(zk, "orders", {0: (1,)})
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert await cli("topics", "list", "--zookeeper", zk_connect) == 0
     out = capsys.readouterr().out
@@ -225,7 +227,7 @@ async def test_zookeeper_from_dir_and_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    await admin.create_topic(zk, "orders", {0: (1,)})
+    await topic_writes.create_topic(zk, "orders", {0: (1,)})
     write_cluster_file(tmp_path / "run", zk_connect, {})
     assert await cli("topics", "list", "--json", "--dir", str(tmp_path / "run")) == 0
     assert [t["topic"] for t in json.loads(capsys.readouterr().out)["topics"]] == ["orders"]
@@ -236,7 +238,7 @@ async def test_zookeeper_from_dir_and_from_the_environment(
 
     # Without --dir or the environment, the cluster `make run` started in ./.run/cluster.
     monkeypatch.delenv(admin_cli.ZOOKEEPER_ENV)
-    write_cluster_file(tmp_path / "checkout" / launcher.DEFAULT_DIR, zk_connect, {})
+    write_cluster_file(tmp_path / "checkout" / state_file.DEFAULT_DIR, zk_connect, {})
     monkeypatch.chdir(tmp_path / "checkout")
     assert await cli("topics", "list", "--json") == 0
     assert [t["topic"] for t in json.loads(capsys.readouterr().out)["topics"]] == ["orders"]
@@ -289,7 +291,7 @@ async def test_brokers_and_controller(
 async def test_elect_leaders_writes_the_request(
     zk: AsyncZooKeeper, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    await admin.create_topic(zk, "orders", {0: (1, 2), 1: (2, 1)})
+    await topic_writes.create_topic(zk, "orders", {0: (1, 2), 1: (2, 1)})
     assert (
         await cli(
             "elect-leaders", "--type", "preferred", "--topic", "orders", "--json", "--zookeeper", zk_connect
@@ -310,7 +312,7 @@ async def test_reassign_generate_execute_verify(
     zk: AsyncZooKeeper, zk_connect: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await register(zk, 1, 2, 3)
-    await admin.create_topic(zk, "orders", {0: (1, 2), 1: (2, 1)})
+    await topic_writes.create_topic(zk, "orders", {0: (1, 2), 1: (2, 1)})
     assert (
         await cli(
             "reassign",
@@ -445,6 +447,13 @@ async def test_topic_created_produced_and_consumed_through_the_cli(
         assert offsets == list(range(p["count"]))
 
     servers = ",".join(f"{h}:{p}" for h, p in brokers.values())
+    await assert_one_partition_consumed_through_the_brokers(servers, produced, capsys)
+    await assert_a_topic_that_cannot_exist_is_refused(servers, capsys)
+
+
+async def assert_one_partition_consumed_through_the_brokers(
+    servers: str, produced: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     # the producer's sticky partitioner may leave partitions empty: read one that has records
     filled = next(p["partition"] for p in produced["partitions"] if p["count"])
     assert (
@@ -467,6 +476,10 @@ async def test_topic_created_produced_and_consumed_through_the_cli(
     (line,) = capsys.readouterr().out.splitlines()
     assert line.split("\t")[:3] == [str(filled), "0", "null"]
 
+
+async def assert_a_topic_that_cannot_exist_is_refused(
+    servers: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     # a topic that cannot exist (the brokers create any other on first use): nothing is acknowledged
     assert (
         await cli(

@@ -5,24 +5,24 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from cluster import launcher
+from cluster import state_file
 
 
 def test_recording_pids_keeps_every_other_nodes_change(tmp_path: Path) -> None:
     names = [f"broker-{i}" for i in range(8)]
-    launcher.save_state(
+    state_file.save_state(
         tmp_path,
-        {"version": launcher.STATE_VERSION, "processes": [{"name": n, "pid": 0} for n in names]},
+        {"version": state_file.STATE_VERSION, "processes": [{"name": n, "pid": 0} for n in names]},
     )
 
     def act(name: str, pid: int) -> None:
         for _ in range(25):  # a node bounced again and again while the others are too
-            launcher.record_pids(tmp_path, {name: pid})
+            state_file.record_pids(tmp_path, {name: pid})
 
     threads = [threading.Thread(target=act, args=(n, 1000 + i)) for i, n in enumerate(names)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    state = launcher.load_state(tmp_path)
+    state = state_file.load_state(tmp_path)
     assert {p["name"]: p["pid"] for p in state["processes"]} == {n: 1000 + i for i, n in enumerate(names)}

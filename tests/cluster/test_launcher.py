@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from cluster import launcher
+from cluster import launcher, node_control, state_file
 from tests.support.event_logs import events
 from tests.support.waiting import wait_until
-from zkserver.local_server import server_mode
+from zkserver.four_letter_words import server_mode
 
 pytestmark = pytest.mark.zookeeper
 
@@ -20,14 +20,14 @@ pytestmark = pytest.mark.zookeeper
 def assert_running(processes: list[dict[str, Any]]) -> None:
     """Every process alive, and each daemon with its config, metrics port and listeners recorded."""
     for p in processes:
-        assert launcher.alive(p["pid"]), p["name"]
+        assert state_file.alive(p["pid"]), p["name"]
         if p["role"] != "zookeeper":
             assert Path(p["config"]).exists() and p["metrics_port"] and p["listeners"]
 
 
 async def test_up_writes_what_later_commands_need_and_down_stops_in_order(directory: Path) -> None:
     state = await launcher.up(directory, launcher.Layout(brokers=2, controllers=2))
-    saved = json.loads(launcher.state_path(directory).read_text())
+    saved = json.loads(state_file.state_path(directory).read_text())
     assert saved == state and saved["zookeeper_connect"]
     roles = [(p["role"], p["id"]) for p in saved["processes"]]
     assert roles == [
@@ -38,29 +38,29 @@ async def test_up_writes_what_later_commands_need_and_down_stops_in_order(direct
         ("broker", 2),
     ]
     assert_running(saved["processes"])
-    broker = launcher.find(saved, "broker-1")
+    broker = state_file.find(saved, "broker-1")
     assert [lst.split("://")[0] for lst in broker["listeners"]] == ["PLAINTEXT", "CONTROLLER"]
-    with pytest.raises(launcher.ClusterError, match="already running"):
+    with pytest.raises(state_file.ClusterError, match="already running"):
         await launcher.up(directory, launcher.Layout())
 
-    stopped = launcher.down(directory)
+    stopped = node_control.down(directory)
     assert stopped == ["broker-1", "broker-2", "controller-1001", "controller-1002", "zookeeper-1"]
-    assert not any(launcher.alive(p["pid"]) for p in saved["processes"])
+    assert not any(state_file.alive(p["pid"]) for p in saved["processes"])
     attempts = [e for e in events(broker) if e["kind"] == "controlled_shutdown_attempt"]
     assert attempts and attempts[0]["error"] == "NONE", "brokers left while a controller was there"
 
 
 async def test_a_bounced_broker_comes_back_with_a_new_epoch(directory: Path) -> None:
     await launcher.up(directory, launcher.Layout(brokers=2, controllers=1))
-    before = launcher.find(launcher.load_state(directory), "broker-2")
+    before = state_file.find(state_file.load_state(directory), "broker-2")
     old_epoch = next(e for e in events(before) if e["kind"] == "registered")["broker_epoch"]
-    controller = launcher.find(launcher.load_state(directory), "controller-1001")
+    controller = state_file.find(state_file.load_state(directory), "controller-1001")
     # Broker 2 may have registered after the controller's failover, so an early broker_change can
     # already name it: only the changes after the bounce count.
     seen = len([e for e in events(controller) if e["kind"] == "broker_change"])
-    entry = await asyncio.to_thread(launcher.node_action, directory, "broker-2", "bounce")
+    entry = await asyncio.to_thread(node_control.node_action, directory, "broker-2", "bounce")
     assert entry["pid"] != before["pid"]
-    assert launcher.find(launcher.load_state(directory), "broker-2")["pid"] == entry["pid"]
+    assert state_file.find(state_file.load_state(directory), "broker-2")["pid"] == entry["pid"]
 
     def back() -> bool:
         changes = [e for e in events(controller) if e["kind"] == "broker_change"][seen:]
@@ -81,7 +81,7 @@ async def test_killing_the_active_controller_hands_over_and_the_view_shows_it(
     controllers = [p for p in state["processes"] if p["role"] == "controller"]
     active = next(c for c in controllers if any(e["kind"] == "failover_complete" for e in events(c)))
     other = next(c for c in controllers if c is not active)
-    await asyncio.to_thread(launcher.node_action, directory, active["name"], "kill")
+    await asyncio.to_thread(node_control.node_action, directory, active["name"], "kill")
     await wait_until(
         lambda: any(e["kind"] == "failover_complete" for e in events(other)),
         timeout=40,
@@ -95,7 +95,7 @@ async def test_killing_the_active_controller_hands_over_and_the_view_shows_it(
     assert await asyncio.to_thread(main, ["watch", "--once", "--dir", str(directory)]) == 0
     view = capsys.readouterr().out
     assert f"active controller {other['id']}" in view and "controller epoch 2" in view
-    broker_epoch = next(e for e in events(launcher.find(state, "broker-1")) if e["kind"] == "registered")
+    broker_epoch = next(e for e in events(state_file.find(state, "broker-1")) if e["kind"] == "registered")
     row = next(line for line in view.splitlines() if line.startswith("│ 1 "))
     assert str(broker_epoch["broker_epoch"]) in row, "the broker's epoch (czxid) is shown"
     assert f"{other['name']} controller_elected epoch 2" in view
@@ -111,11 +111,11 @@ async def test_a_three_node_ensemble_with_shared_listeners(directory: Path) -> N
     nodes = [p for p in state["processes"] if p["role"] == "zookeeper"]
     assert [p["name"] for p in nodes] == ["zookeeper-1", "zookeeper-2", "zookeeper-3"]
     assert len(state["zookeeper_connect"].split(",")) == 3
-    broker = launcher.find(state, "broker-1")
+    broker = state_file.find(state, "broker-1")
     assert [lst.split("://")[0] for lst in broker["listeners"]] == ["PLAINTEXT"]
 
-    await asyncio.to_thread(launcher.node_action, directory, "zookeeper-1", "kill")
-    await launcher.create_demo_topic(launcher.load_state(directory), "after-kill")
+    await asyncio.to_thread(node_control.node_action, directory, "zookeeper-1", "kill")
+    await launcher.create_demo_topic(state_file.load_state(directory), "after-kill")
     await wait_until(
         lambda: any(e["kind"] == "become_leader" and e["topic"] == "after-kill" for e in events(broker)),
         timeout=30,
@@ -124,21 +124,21 @@ async def test_a_three_node_ensemble_with_shared_listeners(directory: Path) -> N
     # the LeaderAndIsr that made it a leader came in on the one listener there is
     received = [e for e in events(broker) if e["kind"] == "control_request_received"]
     assert received and {e["listener"] for e in received} == {"PLAINTEXT"}
-    entry = await asyncio.to_thread(launcher.node_action, directory, "zookeeper-1", "restart")
-    assert launcher.alive(entry["pid"])
+    entry = await asyncio.to_thread(node_control.node_action, directory, "zookeeper-1", "restart")
+    assert state_file.alive(entry["pid"])
     assert server_mode("127.0.0.1", entry["port"]) in ("leader", "follower"), "it rejoined the ensemble"
-    stopped = launcher.down(directory)
+    stopped = node_control.down(directory)
     assert stopped[:3] == ["broker-1", "broker-2", "controller-1001"]
     assert {"zookeeper-2", "zookeeper-3"} <= set(stopped[3:])
-    assert not any(launcher.alive(p["pid"]) for p in launcher.load_state(directory)["processes"])
+    assert not any(state_file.alive(p["pid"]) for p in state_file.load_state(directory)["processes"])
 
 
 def test_commands_on_a_missing_cluster_fail_clearly(tmp_path: Path) -> None:
-    with pytest.raises(launcher.ClusterError, match="no cluster in"):
-        launcher.down(tmp_path)
+    with pytest.raises(state_file.ClusterError, match="no cluster in"):
+        node_control.down(tmp_path)
     (tmp_path / "cluster.json").write_text(json.dumps({"version": 1, "processes": []}))
-    with pytest.raises(launcher.ClusterError, match="no node 'broker-9'"):
-        launcher.node_action(tmp_path, "broker-9", "kill")
+    with pytest.raises(state_file.ClusterError, match="no node 'broker-9'"):
+        node_control.node_action(tmp_path, "broker-9", "kill")
 
 
 def test_the_cli_starts_detached_reports_and_stops(
@@ -183,7 +183,7 @@ def test_a_paused_node_is_resumed_so_it_can_stop_cleanly(tmp_path: Path) -> None
     try:
         assert child.stdout is not None and child.stdout.readline() == b"ready\n"
         child.send_signal(signal.SIGSTOP)
-        launcher.stop_node({"pid": child.pid}, timeout=30)
+        node_control.stop_node({"pid": child.pid}, timeout=30)
         assert handled.exists(), "the node ran its SIGTERM handler"
     finally:
         child.kill()

@@ -22,19 +22,20 @@ from typing import Any
 
 import pytest
 
-from cluster import launcher, monitor
+from cluster import launcher, monitor, node_control, state_file
+from cluster.processes import REPO
 from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
 from tests.support.requests import lai_partition, leader_and_isr
 from tests.support.waiting import wait_until
-from zkstore import admin, znodes
+from zkstore import cluster_reads, entity_configs, topic_writes, znodes
 
 pytestmark = [
     pytest.mark.zookeeper,
     pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed (make clients)"),
 ]
 
-DASHBOARD = launcher.REPO / "deploy" / "grafana" / "dashboards" / "kafka-control-plane.json"
+DASHBOARD = REPO / "deploy" / "grafana" / "dashboards" / "kafka-control-plane.json"
 GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s"}
 COMPARISON = re.compile(r"\s*(<|>|==|!=|<=|>=)\s*[0-9.]+\s*$")
 NOT_CAUSED = {"SeveralActiveControllers", "ControllerEventQueueBackingUp"}
@@ -83,7 +84,7 @@ async def firing(url: str, name: str) -> bool:
 
 async def stale_leader_and_isr(state: dict[str, Any]) -> None:
     """A LeaderAndIsr from controller epoch 0, below the cluster's: refused STALE_CONTROLLER_EPOCH."""
-    entry = launcher.find(state, "broker-1")
+    entry = state_file.find(state, "broker-1")
     control = next(znodes.Endpoint.parse(e) for e in entry["listeners"] if e.startswith("CONTROLLER"))
     body = leader_and_isr(5, 1 << 40, {"replicated": [lai_partition(0, leader=1, replicas=(1, 2, 3))]})
     body["controller_epoch"] = 0
@@ -95,19 +96,42 @@ async def stale_leader_and_isr(state: dict[str, Any]) -> None:
     assert answer["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
 
 
+async def every_dashboard_query_answered(url: str) -> None:
+    """Every dashboard query returns data (rates need two scrapes in their window)."""
+
+    async def answered() -> list[str]:
+        return [
+            title
+            for title, expr in dashboard_queries()
+            if not await asyncio.to_thread(monitor.query, url, expr)
+        ]
+
+    await wait_until(lambda: _none(answered), timeout=60, what="every dashboard query answered")
+
+
+async def freeze_past_its_session(directory: Path, node: str) -> None:
+    """A broker frozen past its session: ZooKeeper expires it, and the broker counts the expiry."""
+    frozen = state_file.find(state_file.load_state(directory), node)
+    os.kill(frozen["pid"], signal.SIGSTOP)
+    try:
+        await asyncio.sleep(launcher.BROKER_SESSION_TIMEOUT_MS / 1000 * 1.5)
+    finally:
+        os.kill(frozen["pid"], signal.SIGCONT)
+
+
 async def test_prometheus_answers_every_dashboard_query_and_the_alerts_fire_when_caused(
     directory: Path,
 ) -> None:
     state = await launcher.up(directory, launcher.Layout(brokers=3, controllers=2, monitor=True))
-    prometheus = launcher.find(state, "prometheus")
+    prometheus = state_file.find(state, "prometheus")
     url = prometheus["url"]
     config = monitor.configure(Path(prometheus["config"]).parent, state, immediate_rules(directory / "rules"))
     os.kill(prometheus["pid"], signal.SIGHUP)  # reload with the immediate rules
-    async with launcher.zookeeper_session(state) as zk:
-        await admin.create_topic(zk, "replicated", {0: (1, 2, 3), 1: (2, 3, 1)})
-        await admin.create_topic(zk, "single", {0: (3,)})  # offline once broker 3 is gone
-        await admin.write_topic_configs(zk, "guarded", {"min.insync.replicas": "2"})
-        await admin.create_topic(zk, "guarded", {0: (1, 3)})  # under min ISR once broker 3 is gone
+    async with state_file.zookeeper_session(state) as zk:
+        await topic_writes.create_topic(zk, "replicated", {0: (1, 2, 3), 1: (2, 3, 1)})
+        await topic_writes.create_topic(zk, "single", {0: (3,)})  # offline once broker 3 is gone
+        await entity_configs.write_topic_configs(zk, "guarded", {"min.insync.replicas": "2"})
+        await topic_writes.create_topic(zk, "guarded", {0: (1, 3)})  # under min ISR once broker 3 is gone
         await wait_until(
             lambda: _all_led(zk, ("replicated", "single", "guarded")), timeout=60, what="every partition led"
         )
@@ -125,15 +149,7 @@ async def test_prometheus_answers_every_dashboard_query_and_the_alerts_fire_when
     assert config.exists()
     await wait_until(scraped, timeout=60, what="every daemon scraped, the immediate rules loaded")
 
-    # Every dashboard query returns data (rates need two scrapes in their window).
-    async def answered() -> list[str]:
-        return [
-            title
-            for title, expr in dashboard_queries()
-            if not await asyncio.to_thread(monitor.query, url, expr)
-        ]
-
-    await wait_until(lambda: _none(answered), timeout=60, what="every dashboard query answered")
+    await every_dashboard_query_answered(url)
     rules = {r["name"]: r["query"] for r in await asyncio.to_thread(monitor.alert_rules, url)}
     for name in NOT_CAUSED:
         measured = COMPARISON.sub("", rules[name])
@@ -142,31 +158,25 @@ async def test_prometheus_answers_every_dashboard_query_and_the_alerts_fire_when
     # A counter's first sample shows no increase: the second rejection, scrapes later, is what rate() sees.
     await stale_leader_and_isr(state)
     await wait_until(lambda: firing(url, "StaleEpochRejections"), timeout=60, what="StaleEpochRejections")
-    launcher.node_action(directory, "broker-2", "bounce")
+    node_control.node_action(directory, "broker-2", "bounce")
     await wait_until(lambda: firing(url, "BrokerEpochChanged"), timeout=60, what="BrokerEpochChanged")
-    launcher.node_action(directory, "broker-3", "kill")
+    node_control.node_action(directory, "broker-3", "kill")
     for name in ("BrokerDown", "OfflinePartitions", "UnderReplicatedPartitions", "UnderMinIsrPartitions"):
         await wait_until(lambda n=name: firing(url, n), timeout=60, what=name)
 
-    # A broker frozen past its session: ZooKeeper expires it, and the broker counts the expiry.
-    frozen = launcher.find(launcher.load_state(directory), "broker-1")
-    os.kill(frozen["pid"], signal.SIGSTOP)
-    try:
-        await asyncio.sleep(launcher.BROKER_SESSION_TIMEOUT_MS / 1000 * 1.5)
-    finally:
-        os.kill(frozen["pid"], signal.SIGCONT)
+    await freeze_past_its_session(directory, "broker-1")
     await wait_until(
         lambda: firing(url, "ZooKeeperSessionExpired"), timeout=60, what="ZooKeeperSessionExpired"
     )
 
     for controller in ("controller-1001", "controller-1002"):
-        launcher.node_action(directory, controller, "kill")
+        node_control.node_action(directory, controller, "kill")
     await wait_until(lambda: firing(url, "NoActiveController"), timeout=60, what="NoActiveController")
-    launcher.node_action(directory, "zookeeper-1", "kill")
+    node_control.node_action(directory, "zookeeper-1", "kill")
     for name in ("ZooKeeperServerDown", "ZooKeeperDisconnected"):
         await wait_until(lambda n=name: firing(url, n), timeout=60, what=name)
     for broker in ("broker-1", "broker-2"):  # no controller nor ZooKeeper to shut down cleanly with
-        launcher.node_action(directory, broker, "kill")
+        node_control.node_action(directory, broker, "kill")
     caused = set(rules) - NOT_CAUSED
     assert caused == {
         "NoActiveController",
@@ -183,7 +193,7 @@ async def test_prometheus_answers_every_dashboard_query_and_the_alerts_fire_when
 
 
 async def _all_led(zk: Any, topics: tuple[str, ...]) -> bool:
-    described = await admin.describe_topics(zk, list(topics))
+    described = await cluster_reads.describe_topics(zk, list(topics))
     return len(described) == 4 and all(p.leader is not None and p.leader >= 0 for p in described)
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from cluster import launcher, netns, partitions
+from cluster import launcher, netns, node_control, partitions, state_file
 from tests.support.event_logs import events
 from tests.support.waiting import wait_until
-from zkstore import admin
+from zkstore import admin_session, cluster_reads
 
 REASON = netns.unavailable()
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
@@ -25,18 +25,18 @@ pytestmark = [pytest.mark.netns, pytest.mark.skipif(REASON is not None, reason=R
 
 async def isrs_are(state: dict[str, Any], topic: str, wanted: dict[int, tuple[int, ...]]) -> bool:
     """Whether every partition of ``topic`` has the ISR ``wanted`` says (in any order)."""
-    async with admin.connect(state["zookeeper_connect"]) as zk:
-        described = await admin.describe_topics(zk, [topic])
+    async with admin_session.connect(state["zookeeper_connect"]) as zk:
+        described = await cluster_reads.describe_topics(zk, [topic])
     return {p.partition: tuple(sorted(p.isr)) for p in described} == wanted
 
 
 def kinds(state: dict[str, Any], name: str, kind: str) -> list[dict[str, Any]]:
-    return [e for e in events(launcher.find(state, name)) if e["kind"] == kind]
+    return [e for e in events(state_file.find(state, name)) if e["kind"] == kind]
 
 
 async def test_a_broker_cut_off_from_zookeeper_is_fenced_and_rejoins_after_healing(directory: Path) -> None:
     state = await launcher.up(directory, launcher.Layout(brokers=3, controllers=1, netns=True))
-    network = launcher.network_of(state)
+    network = state_file.network_of(state)
     assert network is not None
     assert {p["address"] for p in state["processes"]} == {n.address for n in network.nodes.values()}
     await launcher.create_demo_topic(state, "t", partitions=3)
@@ -60,10 +60,10 @@ async def test_a_broker_cut_off_from_zookeeper_is_fenced_and_rejoins_after_heali
     )
     await wait_until(lambda: isrs_are(state, "t", full), timeout=60, what="1 back in every ISR")
 
-    launcher.node_action(directory, "zookeeper-1", "restart")
+    node_control.node_action(directory, "zookeeper-1", "restart")
     await launcher.create_demo_topic(state, "after-restart", partitions=2)
 
-    launcher.down(directory)
+    node_control.down(directory)
     assert not [n for n in network.nodes.values() if n.namespace in _namespaces()]
 
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from cluster import launcher
+from cluster import launcher, node_control, state_file
 from cluster.verify_replicas import Batch, compare
 from protocol.record_batch import parse_batches
 from tests.support.waiting import wait_until
-from zkstore import admin
+from zkstore import admin_session, cluster_reads
 
 LEADER = [Batch(0, 4, 1, 111), Batch(5, 9, 1, 222), Batch(10, 14, 2, 333)]
 
@@ -74,11 +74,11 @@ async def test_the_command_finds_a_replica_whose_batch_has_another_leader_epoch(
 
     # A follower whose first batch claims another leader epoch: what two leaders writing the same
     # offsets leave behind (the epoch is outside the CRC, so the batch still reads as sound).
-    async with admin.connect(state["zookeeper_connect"]) as zk:
-        (described,) = await admin.describe_topics(zk, ["t"])
+    async with admin_session.connect(state["zookeeper_connect"]) as zk:
+        (described,) = await cluster_reads.describe_topics(zk, ["t"])
     follower = next(b for b in described.replicas if b != described.leader)
-    victim = launcher.find(state, f"broker-{follower}")
-    launcher.node_action(directory, victim["name"], "kill")
+    victim = state_file.find(state, f"broker-{follower}")
+    node_control.node_action(directory, victim["name"], "kill")
     segment = next(Path(victim["config"]).parent.glob("**/t-0/*.log"))
     data = bytearray(segment.read_bytes())
     header = parse_batches(bytes(data))[0][0]

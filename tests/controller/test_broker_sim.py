@@ -7,7 +7,8 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,6 @@ from protocol import (
     ApiKey,
     ErrorCode,
     encode_request,
-    epoch_field,
 )
 from tests.support.broker_sim import (
     CONTROL_LISTENER,
@@ -31,112 +31,25 @@ from tests.support.broker_sim import (
     SimulatedCluster,
 )
 from tests.support.raw_client import CLIENT_ID, call_once
+from tests.support.requests import (
+    CONTROLLER_ID,
+    lai_partition,
+    leader_and_isr,
+    stop_replica,
+    um_partition,
+    update_metadata,
+)
 from zkstore.znodes import Endpoint, broker_path, decode_broker_registration
 
 pytestmark = pytest.mark.zookeeper
 
 TIMEOUT = 15.0
 REPO = Path(__file__).resolve().parents[2]
-CONTROLLER_ID = 100
-
-Partitions = Sequence[tuple[str, int]]
-
-
-# ---------------------------------------------------------------- request builders
-
-
-def leader_and_isr(
-    version: int, broker_epoch: int, *, controller_epoch: int = 1, partitions: Partitions = (("t", 0),)
-) -> dict[str, Any]:
-    return {
-        "controller_id": CONTROLLER_ID,
-        "controller_epoch": controller_epoch,
-        epoch_field(ApiKey.LEADER_AND_ISR, version): broker_epoch,
-        "topic_states": [
-            {
-                "topic_name": topic,
-                "partition_states": [
-                    {
-                        "partition_index": p,
-                        "controller_epoch": controller_epoch,
-                        "leader": 1,
-                        "leader_epoch": 3,
-                        "isr": [1, 2],
-                        "partition_epoch": 4,
-                        "replicas": [1, 2],
-                        "is_new": False,
-                    }
-                ],
-            }
-            for topic, p in partitions
-        ],
-        "live_leaders": [{"broker_id": 1, "host_name": "127.0.0.1", "port": 9092}],
-    }
-
-
-def update_metadata(
-    version: int,
-    broker_epoch: int,
-    *,
-    controller_epoch: int = 1,
-    partitions: Partitions = (("t", 0),),
-    leader: int = 1,
-    live: Sequence[int] = (1, 2),
-) -> dict[str, Any]:
-    state = {"controller_epoch": controller_epoch, "leader_epoch": 3, "isr": [1, 2], "zk_version": 4}
-    return {
-        "controller_id": CONTROLLER_ID,
-        "controller_epoch": controller_epoch,
-        epoch_field(ApiKey.UPDATE_METADATA, version): broker_epoch,
-        "topic_states": [
-            {
-                "topic_name": topic,
-                "partition_states": [
-                    {
-                        "partition_index": p,
-                        "leader": leader,
-                        **state,
-                        "replicas": [1, 2],
-                        "offline_replicas": [],
-                    }
-                ],
-            }
-            for topic, p in partitions
-        ],
-        "live_brokers": [
-            {
-                "id": b,
-                "endpoints": [
-                    {"port": 9092, "host": "127.0.0.1", "listener": "PLAINTEXT", "security_protocol": 0}
-                ],
-                "rack": None,
-            }
-            for b in live
-        ],
-    }
-
-
-def stop_replica(
-    version: int,
-    broker_epoch: int,
-    *,
-    controller_epoch: int = 1,
-    partitions: Partitions = (("t", 0),),
-    delete: bool = True,
-) -> dict[str, Any]:
-    return {
-        "controller_id": CONTROLLER_ID,
-        "controller_epoch": controller_epoch,
-        epoch_field(ApiKey.STOP_REPLICA, version): broker_epoch,
-        "delete_partitions": delete,
-        "topics": [{"name": topic, "partition_indexes": [p]} for topic, p in partitions],
-    }
-
 
 BUILDERS = {
     ApiKey.LEADER_AND_ISR: leader_and_isr,
     ApiKey.UPDATE_METADATA: update_metadata,
-    ApiKey.STOP_REPLICA: stop_replica,
+    ApiKey.STOP_REPLICA: partial(stop_replica, delete=True),
 }
 
 
@@ -206,8 +119,8 @@ async def test_stop_removes_the_registration(zk_connect: str, zk_client: KazooCl
 async def test_accepted_requests_answer_none_per_partition_and_are_applied(broker: SimulatedBroker) -> None:
     port, epoch = broker.control_port, broker.epoch
     assert port is not None
-    two = (("a", 0), ("b", 1))
-    answer = await call_once(port, ApiKey.LEADER_AND_ISR, 2, leader_and_isr(2, epoch, partitions=two))
+    two = {"a": [lai_partition(0, leader_epoch=3)], "b": [lai_partition(1, leader_epoch=3)]}
+    answer = await call_once(port, ApiKey.LEADER_AND_ISR, 2, leader_and_isr(2, epoch, two))
     assert answer == {
         "error_code": 0,
         "partition_errors": [
@@ -216,7 +129,7 @@ async def test_accepted_requests_answer_none_per_partition_and_are_applied(broke
         ],
     }
     answer = await call_once(
-        port, ApiKey.UPDATE_METADATA, 7, update_metadata(7, epoch, partitions=[("c", 2)])
+        port, ApiKey.UPDATE_METADATA, 7, update_metadata(7, epoch, {"c": [um_partition(2)]})
     )
     assert answer == {"error_code": 0}
     learnt = broker.metadata()
@@ -226,20 +139,20 @@ async def test_accepted_requests_answer_none_per_partition_and_are_applied(broke
     assert set(learnt["partitions"]) == {("a", 0), ("b", 1), ("c", 2)}
     assert learnt["partitions"][("a", 0)] == {"leader": 1, "leader_epoch": 3, "isr": [1, 2]}
 
-    deleted = update_metadata(7, epoch, partitions=[("c", 2)], leader=-2)
+    deleted = update_metadata(7, epoch, {"c": [um_partition(2, leader=-2)]})
     assert (await call_once(port, ApiKey.UPDATE_METADATA, 7, deleted))["error_code"] == 0
-    answer = await call_once(port, ApiKey.STOP_REPLICA, 4, stop_replica(4, epoch, partitions=[("a", 0)]))
+    answer = await call_once(port, ApiKey.STOP_REPLICA, 4, stop_replica(4, epoch, {"a": [0]}, delete=True))
     assert answer == {
         "error_code": 0,
         "partition_errors": [{"topic_name": "a", "partition_index": 0, "error_code": 0}],
     }
-    kept = stop_replica(4, epoch, partitions=[("b", 1)], delete=False)
+    kept = stop_replica(4, epoch, {"b": [1]}, delete=False)
     assert (await call_once(port, ApiKey.STOP_REPLICA, 4, kept))["error_code"] == 0
     assert set(broker.metadata()["partitions"]) == {("b", 1)}
 
     first = broker.received[0]
     assert (first.api_key, first.api_version, first.error, first.listener) == (4, 2, 0, CONTROL_LISTENER)
-    expected_size = len(encode_request(4, 2, 1, CLIENT_ID, leader_and_isr(2, epoch, partitions=two)))
+    expected_size = len(encode_request(4, 2, 1, CLIENT_ID, leader_and_isr(2, epoch, two)))
     assert first.raw_size == expected_size
     assert broker.stats.requests == {4: 1, 6: 2, 5: 2}
     assert broker.stats.bytes[4] == expected_size
@@ -267,14 +180,16 @@ async def test_stale_controller_epoch_is_rejected_and_nothing_applied(broker: Si
     before = broker.metadata()
 
     stale = ErrorCode.STALE_CONTROLLER_EPOCH
-    body = leader_and_isr(2, epoch, controller_epoch=4, partitions=[("x", 0)])
+    body = leader_and_isr(2, epoch, {"x": [lai_partition(0, controller_epoch=4)]}, controller_epoch=4)
     assert await call_once(port, ApiKey.LEADER_AND_ISR, 2, body) == {
         "error_code": stale,
         "partition_errors": [{"topic_name": "x", "partition_index": 0, "error_code": stale}],
     }
-    body = update_metadata(7, epoch, controller_epoch=4, partitions=[("y", 0)], live=[1, 2, 3])
+    body = update_metadata(
+        7, epoch, {"y": [um_partition(0, controller_epoch=4)]}, controller_epoch=4, live=[1, 2, 3]
+    )
     assert await call_once(port, ApiKey.UPDATE_METADATA, 7, body) == {"error_code": stale}
-    body = stop_replica(4, epoch, controller_epoch=4)
+    body = stop_replica(4, epoch, delete=True, controller_epoch=4)
     assert await call_once(port, ApiKey.STOP_REPLICA, 4, body) == {
         "error_code": stale,
         "partition_errors": [],
@@ -366,7 +281,7 @@ async def test_wait_for_sees_past_and_future_requests_and_times_out_clearly(brok
     waiter = asyncio.create_task(broker.wait_for(stop_replica_received))
     await call_once(broker.port, 6, 7, update_metadata(7, epoch), correlation_id=2)
     assert not waiter.done()
-    await call_once(broker.port, 5, 4, stop_replica(4, epoch), correlation_id=3)
+    await call_once(broker.port, 5, 4, stop_replica(4, epoch, delete=True), correlation_id=3)
     future = await asyncio.wait_for(waiter, TIMEOUT)
     assert (future.api_key, future.correlation_id) == (ApiKey.STOP_REPLICA, 3)
 

@@ -26,6 +26,7 @@ from protocol import (
     encode_request_body,
     encode_response,
 )
+from tests.support import requests as bodies
 from tests.support.waiting import wait_until
 
 FAST = {"socket_timeout_s": 1.0, "reconnect_backoff_s": 0.01}
@@ -125,62 +126,23 @@ class FakeBroker:
 
 
 def leader_and_isr(broker_id: int, topic: str = "orders") -> OutgoingRequest:
-    body = {
-        "controller_id": 1,
-        "controller_epoch": 5,
-        "broker_epoch": 42,
-        "topic_states": [
-            {
-                "topic_name": topic,
-                "partition_states": [
-                    {
-                        "partition_index": 0,
-                        "controller_epoch": 5,
-                        "leader": broker_id,
-                        "leader_epoch": 3,
-                        "isr": [broker_id],
-                        "partition_epoch": 7,
-                        "replicas": [broker_id],
-                        "is_new": False,
-                    }
-                ],
-            }
-        ],
-        "live_leaders": [{"broker_id": broker_id, "host_name": "127.0.0.1", "port": 9092}],
-    }
+    partition = bodies.lai_partition(
+        0, leader=broker_id, leader_epoch=3, replicas=[broker_id], controller_epoch=5
+    )
+    body = bodies.leader_and_isr(2, 42, {topic: [partition]}, controller_epoch=5)
     raw = encode_request_body(ApiKey.LEADER_AND_ISR, 2, body)
     summary = {"partitions": 1, "controller_epoch": 5, "broker_epoch": 42}
     return OutgoingRequest(broker_id, ApiKey.LEADER_AND_ISR, 2, raw, summary)
 
 
 def update_metadata(broker_id: int, raw: bytes | None = None) -> OutgoingRequest:
-    body = {
-        "controller_id": 1,
-        "controller_epoch": 5,
-        "broker_epoch": 42,
-        "topic_states": [],
-        "live_brokers": [
-            {
-                "id": broker_id,
-                "endpoints": [
-                    {"port": 9092, "host": "127.0.0.1", "listener": "PLAINTEXT", "security_protocol": 0}
-                ],
-                "rack": None,
-            }
-        ],
-    }
+    body = bodies.update_metadata(5, 42, {}, controller_epoch=5, live=[broker_id])
     raw = raw if raw is not None else encode_request_body(ApiKey.UPDATE_METADATA, 5, body)
     return OutgoingRequest(broker_id, ApiKey.UPDATE_METADATA, 5, raw, {"partitions": 0, "broker_epoch": 42})
 
 
 def stop_replica(broker_id: int) -> OutgoingRequest:
-    body = {
-        "controller_id": 1,
-        "controller_epoch": 5,
-        "broker_epoch": 42,
-        "delete_partitions": True,
-        "topics": [{"name": "orders", "partition_indexes": [0]}],
-    }
+    body = bodies.stop_replica(1, 42, {"orders": [0]}, delete=True, controller_epoch=5)
     raw = encode_request_body(ApiKey.STOP_REPLICA, 1, body)
     return OutgoingRequest(broker_id, ApiKey.STOP_REPLICA, 1, raw, {"partitions": 1, "delete": True})
 

@@ -26,9 +26,9 @@ from tests.support.requests import alter_partition_request
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import ConnectionCutter, expire_session, partition_state, session
 from zkstore import znodes
-from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
 from zkstore.fencing import ControllerMoved
+from zkstore.topic_writes import create_topic
 
 pytestmark = pytest.mark.zookeeper
 

@@ -7,8 +7,6 @@ manager can be set directly and ``update()`` called as the event task would afte
 from __future__ import annotations
 
 import pytest
-from prometheus_client import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from controller import config as controller_config
 from controller import events
@@ -19,23 +17,13 @@ from controller.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoc
 from controller.state_tables import PartitionState
 from daemon.metrics import Metrics
 from tests.controller.builders import broker
+from tests.support.metrics import registry_samples
 from zkstore.fencing import FencedWriter, FencingToken
 
 KC = "kafka_controller_kafkacontroller_"
 EM = "kafka_controller_controllereventmanager_"
 STATS = "kafka_controller_controllerstats_"
 EPOCH_1, EPOCH_2, EPOCH_3 = 0x1_0000_0010, 0x1_0000_0020, 0x1_0000_0030
-
-
-def scrape(metrics: Metrics) -> dict[str, float]:
-    """Every sample of the exposition text, keyed ``name`` or ``name{label="v",...}``."""
-    samples: dict[str, float] = {}
-    text = generate_latest(metrics.registry).decode()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
-            samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
-    return samples
 
 
 class Bound:
@@ -59,7 +47,7 @@ class Bound:
 
     def update(self) -> dict[str, float]:
         self.controller_metrics.update_soon()
-        return scrape(self.metrics)
+        return registry_samples(self.metrics)
 
 
 def lead(bound: Bound, topic: str, replicas: list[tuple[int, ...]], leaders: list[int]) -> None:
@@ -132,7 +120,7 @@ def test_partition_gauges_are_snapshots_taken_at_update(busy_cluster: Bound) -> 
     busy_cluster.update()
     ctx = busy_cluster.controller.context
     ctx.partition_states[TopicPartition("a", 0)] = PartitionState.OFFLINE
-    assert scrape(busy_cluster.metrics)[f"{KC}offlinepartitionscount"] == 1
+    assert registry_samples(busy_cluster.metrics)[f"{KC}offlinepartitionscount"] == 1
     assert busy_cluster.update()[f"{KC}offlinepartitionscount"] == 2
 
 
@@ -167,7 +155,7 @@ def test_controller_state_and_queue_size_are_read_live(bound: Bound) -> None:
     manager.state = ControllerState.BROKER_CHANGE
     manager.put(events.BrokerChange())
     manager.put(events.TopicChange())
-    samples = scrape(bound.metrics)
+    samples = registry_samples(bound.metrics)
     assert samples[f"{KC}controllerstate"] == ControllerState.BROKER_CHANGE == 2
     assert samples[f"{EM}eventqueuesize"] == 2
 
@@ -178,7 +166,7 @@ def test_timings_land_in_the_queue_histogram_and_the_events_state_timer(bound: B
     cm.event_processed(events.BrokerChange(), 40.0)
     cm.event_processed(events.ZkPartitionReassignment(), 7.0)
     cm.event_processed(events.UpdateMetadataResponseReceived(broker_id=1, response={}), 5.0)  # no timer
-    samples = scrape(bound.metrics)
+    samples = registry_samples(bound.metrics)
     assert samples[f"{EM}eventqueuetimems_count"] == 1 and samples[f"{EM}eventqueuetimems_sum"] == 3.0
     assert samples[f"{STATS}leaderelectionrateandtimems_count"] == 1
     assert samples[f"{STATS}leaderelectionrateandtimems_sum"] == 40.0

@@ -6,19 +6,17 @@ wire protocol, registered with ``register_broker``, validating epochs as a Kafka
 
 from __future__ import annotations
 
-import asyncio
-import urllib.request
-
 import pytest
 
 from cluster import metrics_reference
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, from_epoch
+from tests.support.metrics import scrape_async, scrape_text_async
 from tests.support.requests import alter_partition_request
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
 from zkstore import znodes
-from zkstore.admin import create_topic
+from zkstore.topic_writes import create_topic
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.secure_variant]
 
@@ -216,24 +214,6 @@ async def test_a_zombie_controller_cannot_write_after_its_session_expired(cluste
         assert all(r.error == ErrorCode.STALE_CONTROLLER_EPOCH for r in late)
 
 
-async def scrape_text(port: int) -> str:
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(
-        None, lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    )
-
-
-async def scrape(port: int) -> dict[str, float]:
-    """``/metrics`` as {sample name with labels: value}."""
-    text = await scrape_text(port)
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            samples[name] = float(value)
-    return samples
-
-
 async def test_metrics_use_the_jmx_exporter_names_and_follow_the_cluster(cluster: Cluster) -> None:
     await cluster.start_simulated(1, 2)
     active = cluster.start_controller(1001, metrics_port=0)
@@ -245,7 +225,7 @@ async def test_metrics_use_the_jmx_exporter_names_and_follow_the_cluster(cluster
     standby_port = (await standby.wait_kind("controller_started"))["metrics_port"]
 
     async def settled() -> dict[str, float] | None:
-        samples = await scrape(active_port)
+        samples = await scrape_async(active_port)
         return samples if samples.get("kafka_controller_kafkacontroller_globalpartitioncount") == 2 else None
 
     samples = await wait_until(settled, "the active controller to report 2 partitions")
@@ -271,10 +251,10 @@ async def test_metrics_use_the_jmx_exporter_names_and_follow_the_cluster(cluster
     assert samples['kafka_server_sessionexpirelistener_sessionstate{state="CONNECTED"}'] == 1
     assert samples["kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count"] > 0
     assert samples["process_resident_memory_bytes"] > 0
-    standby_samples = await scrape(standby_port)
+    standby_samples = await scrape_async(standby_port)
     assert standby_samples["kafka_controller_kafkacontroller_activecontrollercount"] == 0
     assert standby_samples["kafka_controller_kafkacontroller_globalpartitioncount"] == 0
     # docs/metrics.md lists exactly what a controller exports.
     page = metrics_reference.PAGE.read_text(encoding="utf-8")
-    exposed = metrics_reference.exposed_names(await scrape_text(active_port))
+    exposed = metrics_reference.exposed_names(await scrape_text_async(active_port))
     assert exposed == metrics_reference.documented_names(page, "controller")

@@ -4,12 +4,13 @@ quantiles cover a recent window."""
 from __future__ import annotations
 
 import pytest
-from prometheus_client import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
-from prometheus_client.parser import text_string_to_metric_families
 
-from daemon.metrics import Metrics, WindowedQuantiles, exported_names
+from daemon.metric_names import exported_names
+from daemon.metrics import Metrics
+from daemon.quantiles import WindowedQuantiles
+from tests.support.metrics import registry_samples
 
 
 class Clock:
@@ -18,16 +19,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def samples(metrics: Metrics) -> dict[str, float]:
-    """A scrape as {``name{label="value",…}``: value}, labels sorted by name."""
-    out = {}
-    for family in text_string_to_metric_families(generate_latest(metrics.registry).decode()):
-        for sample in family.samples:
-            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
-            out[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
-    return out
 
 
 def names(domain: str, mbean_type: str, name: str, kind: str) -> list[tuple[str, str]]:
@@ -79,7 +70,7 @@ def test_one_meter_counts_under_both_names() -> None:
     shrinks = metrics.meter("kafka.server", "ReplicaManager", "IsrShrinksPerSec", "shrinks")
     shrinks.inc()
     shrinks.inc(2)
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     assert scraped["kafka_server_replicamanager_isrshrinkspersec_total"] == 3
     assert scraped["kafka_server_replicamanager_isrshrinks_total"] == 3
 
@@ -92,7 +83,7 @@ def test_a_per_topic_meter_keeps_the_all_topics_series_without_a_label() -> None
     for topic, size in (("a", 10), ("b", 5), ("a", 1)):
         bytes_in.inc(size)
         bytes_in.labels(topic).inc(size)
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     assert scraped["kafka_server_brokertopicmetrics_bytesin_total"] == 16
     assert scraped['kafka_server_brokertopicmetrics_bytesin_total{topic="a"}'] == 11
     assert scraped['kafka_server_brokertopicmetrics_bytesinpersec_total{topic="b"}'] == 5
@@ -114,13 +105,13 @@ def test_labels_are_given_by_position_or_by_sanitised_name() -> None:
     queue.labels("1").observe(3)
     queue.labels(broker_id=1).observe(5)
     assert (
-        samples(metrics)[
+        registry_samples(metrics)[
             'kafka_controller_controllerchannelmanager_requestrateandqueuetimems_count{broker_id="1"}'
         ]
         == 2
     )
     queue.remove("1")
-    assert not any("broker_id" in name for name in samples(metrics))
+    assert not any("broker_id" in name for name in registry_samples(metrics))
 
 
 def test_a_function_gauge_is_read_once_per_scrape_whatever_its_names() -> None:
@@ -134,7 +125,7 @@ def test_a_function_gauge_is_read_once_per_scrape_whatever_its_names() -> None:
         "idle",
         lambda: reads.append(1) or 0.25,
     )
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     assert len(reads) == 1
     assert scraped["kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent"] == 0.25
     assert scraped["kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent"] == 0.25
@@ -144,7 +135,7 @@ def test_a_failing_gauge_loses_its_sample_not_the_scrape() -> None:
     metrics = Metrics()
     metrics.gauge_fn("kafka.server", "ReplicaManager", "LeaderCount", "leaders", lambda: 1 / 0)
     metrics.gauge_fn("kafka.server", "ReplicaManager", "PartitionCount", "partitions", lambda: 3)
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     assert "kafka_server_replicamanager_leadercount" not in scraped
     assert scraped["kafka_server_replicamanager_partitioncount"] == 3
 
@@ -153,9 +144,9 @@ def test_a_gauge_family_follows_its_subjects() -> None:
     metrics = Metrics()
     sizes = {("t", 0): 10.0, ("t", 1): 20.0}
     metrics.gauge_family("kafka.log", "Log", "Size", "bytes", ("topic", "partition"), lambda: sizes.items())
-    assert samples(metrics)['kafka_log_log_size{partition="1",topic="t"}'] == 20
+    assert registry_samples(metrics)['kafka_log_log_size{partition="1",topic="t"}'] == 20
     del sizes[("t", 1)]
-    assert 'kafka_log_log_size{partition="1",topic="t"}' not in samples(metrics)
+    assert 'kafka_log_log_size{partition="1",topic="t"}' not in registry_samples(metrics)
 
 
 def test_an_alias_that_clashes_with_another_metric_is_refused() -> None:
@@ -171,7 +162,7 @@ def test_a_timer_exports_quantiles_count_and_sum_beside_its_histogram() -> None:
     total = metrics.timer("kafka.network", "RequestMetrics", "TotalTimeMs", "total", ("request",))
     for ms in range(1, 101):
         total.labels("Produce").observe(ms)
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     base = "kafka_network_requestmetrics_totaltimems"
     assert scraped[f'{base}{{quantile="0.50",request="Produce"}}'] == 50
     assert scraped[f'{base}{{quantile="0.99",request="Produce"}}'] == 99
@@ -200,13 +191,13 @@ def test_a_timers_quantiles_forget_what_fell_out_of_the_window_but_its_count_doe
     clock.now += 30
     queue.observe(2)
     base = "kafka_controller_controllereventmanager_eventqueuetimems"
-    assert samples(metrics)[f'{base}{{quantile="0.50"}}'] == 1000
+    assert registry_samples(metrics)[f'{base}{{quantile="0.50"}}'] == 1000
     clock.now += 45  # the slow ones are 75 s old, the fast one 45 s
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     assert scraped[f'{base}{{quantile="0.99"}}'] == 2
     assert scraped[f"{base}_count"] == 101
     clock.now += 60
-    assert samples(metrics)[f'{base}{{quantile="0.99"}}'] == 0  # nothing in the window
+    assert registry_samples(metrics)[f'{base}{{quantile="0.99"}}'] == 0  # nothing in the window
 
 
 def test_the_window_samples_a_burst_in_bounded_memory_and_keeps_its_shape() -> None:

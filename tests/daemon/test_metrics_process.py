@@ -10,16 +10,12 @@ import pytest
 
 from protocol import ApiKey, ErrorCode
 from tests.support.cluster import Cluster, produce
-from tests.support.metrics import scrape
+from tests.support.metrics import scrape_async
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
 SESSION_TIMEOUT_MS = 4000
-
-
-async def metrics_of(port: int) -> dict[str, float]:
-    return await asyncio.get_running_loop().run_in_executor(None, scrape, port)
 
 
 def fetch(topic: str, partition: int, offset: int) -> dict[str, Any]:
@@ -49,10 +45,10 @@ async def test_strimzi_names_count_produces_fetches_and_a_session_expiry(cluster
     topic = '{topic="moving"}'
 
     assert (await produce(broker, "moving", 0, 5, acks=1))["error_code"] == ErrorCode.NONE
-    first = await metrics_of(port)
+    first = await scrape_async(port)
     assert first[f"kafka_server_brokertopicmetrics_messagesin_total{topic}"] == 5
     assert (await produce(broker, "moving", 0, 7, acks=1))["error_code"] == ErrorCode.NONE
-    second = await metrics_of(port)
+    second = await scrape_async(port)
     assert second[f"kafka_server_brokertopicmetrics_messagesin_total{topic}"] == 12
     assert second["kafka_server_brokertopicmetrics_messagesin_total"] == 12
     grown = second[f"kafka_server_brokertopicmetrics_bytesin_total{topic}"]
@@ -63,7 +59,7 @@ async def test_strimzi_names_count_produces_fetches_and_a_session_expiry(cluster
 
     answer = await broker.request(broker.client_listener, ApiKey.FETCH, 4, fetch("moving", 0, 0))
     assert answer["responses"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
-    fetched = await metrics_of(port)
+    fetched = await scrape_async(port)
     assert fetched[f"kafka_server_brokertopicmetrics_bytesout_total{topic}"] > 0
     assert fetched[f"kafka_server_brokertopicmetrics_totalfetchrequests_total{topic}"] >= 1
     assert fetched[f"kafka_server_brokertopicmetrics_failedfetchrequests_total{topic}"] == 0
@@ -81,7 +77,7 @@ async def test_strimzi_names_count_produces_fetches_and_a_session_expiry(cluster
     await broker.wait_kind("session_expired", timeout=30)
 
     async def expiry_counted() -> dict[str, float] | None:
-        samples = await metrics_of(port)
+        samples = await scrape_async(port)
         connected = samples['kafka_server_sessionexpirelistener_sessionstate{state="CONNECTED"}'] == 1
         return (
             samples

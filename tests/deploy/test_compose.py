@@ -16,7 +16,7 @@ import pytest
 from broker import config as broker_config
 from controller import config as controller_config
 from daemon.config import env_var_name
-from tests.deploy import (
+from tests.support.compose import (
     BASE_FILES,
     IMAGE_VARIABLES,
     REPO,

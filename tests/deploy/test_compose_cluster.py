@@ -1,8 +1,8 @@
 """docker-compose.yml's controllers and brokers, run as local processes, make a working cluster.
 
 Each daemon service runs with its compose command and environment, the compose network folded onto
-loopback (see :mod:`tests.deploy`), against the session's ZooKeeper. Waits are on the daemons' event
-logs, never on fixed sleeps.
+loopback (see :mod:`tests.support.local_compose`), against the session's ZooKeeper. Waits are on the
+daemons' event logs, never on fixed sleeps.
 """
 
 from __future__ import annotations
@@ -14,17 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy import (
-    LOOPBACK,
-    LocalCompose,
-    compose_model,
-    confluent_round_trip,
-    daemon_services,
-    running_compose,
-)
+from tests.support.clients import confluent_round_trip
+from tests.support.compose import compose_model, daemon_services
+from tests.support.local_compose import LOOPBACK, LocalCompose, running_compose
 from zkstore import znodes
-from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
+from zkstore.topic_writes import create_topic
 
 pytestmark = pytest.mark.zookeeper
 

@@ -3,10 +3,10 @@
 The merged file is validated by ``docker compose config``; its ``secrets`` service runs here (the
 generator, as it runs in the image) and every daemon's merged environment and ``--config`` file go
 through the daemons' own loaders. Then the merged services are replayed as local processes
-(:mod:`tests.deploy`): ``secrets``, a local ZooKeeper started with the ZooKeeper services' zoo.cfg
-lines (TLS client port, client certificates required), ``credentials``, and every controller and
-broker, which connect to ZooKeeper over TLS with the digest identity and speak TLS on every listener;
-a confluent-kafka client with the generated client config produces and consumes over SASL_SSL.
+(:mod:`tests.support.local_compose`): ``secrets``, a local ZooKeeper started with the ZooKeeper
+services' zoo.cfg lines (TLS client port, client certificates required), ``credentials``, and every
+controller and broker, which connect to ZooKeeper over TLS with the digest identity and speak TLS on
+every listener; a confluent-kafka client with the generated client config produces and consumes over SASL_SSL.
 
 Not exercised here: the containers themselves (the image, file ownership across containers' users,
 compose's ordering and healthchecks on an engine) and ZooKeeper's quorum TLS, since one local server
@@ -32,27 +32,27 @@ from cluster.secrets_cli import CLIENT_DIR, DAEMON_CONFIG, ZOOKEEPER_ADMIN_CONFI
 from cluster.secure import MAPPING_RULES, MECHANISM, PROTOCOL_MAP, SUPER_USERS
 from controller import config as controller_config
 from daemon.config import env_var_name, parse_properties
-from tests.deploy import (
-    LOOPBACK,
+from tests.support.clients import confluent_round_trip
+from tests.support.compose import (
     SECURE_FILES,
-    LocalCompose,
     Model,
     compose,
     compose_model,
-    confluent_round_trip,
     container_environment,
     daemon_module,
     daemon_services,
     one_shot_services,
-    running_compose,
     startup_order,
     zookeeper_services,
 )
-from zkserver.local_server import ServerTls, ZooKeeperServer, find_free_port
+from tests.support.local_compose import LOOPBACK, LocalCompose, running_compose
+from zkserver.config import ServerTls
+from zkserver.ports import find_free_port
+from zkserver.server import ZooKeeperServer
 from zkstore import znodes
-from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
 from zkstore.client_config import load_zk_security
+from zkstore.topic_writes import create_topic
 
 SECRETS = "/secrets"
 ZOOKEEPER_TLS_PORT = 2182

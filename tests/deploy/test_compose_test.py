@@ -13,7 +13,7 @@ import pytest
 from deploy import compose_test
 from deploy.compose import Compose, daemon_role, session_timeout_s, stop_grace_s
 from deploy.compose_test import CheckFailed, Metadata, Run, execute, wait_until
-from tests.deploy import compose_model
+from tests.support.compose import compose_model
 
 
 def metadata(brokers: set[int], leaders: list[int], isrs: list[set[int]]) -> Metadata:

@@ -13,16 +13,15 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.deploy import (
+from tests.support.compose import (
     REPO,
-    LocalCompose,
     Model,
     compose_model,
     daemon_services,
     exporter_services,
-    running_compose,
     zookeeper_services,
 )
+from tests.support.local_compose import LocalCompose, running_compose
 
 DEPLOY = REPO / "deploy"
 PROMETHEUS_DIR = DEPLOY / "prometheus"

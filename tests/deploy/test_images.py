@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from deploy import images
-from tests.deploy import (
+from tests.support.compose import (
     COMPOSE_FILE,
     IMAGE_VARIABLES,
     SECURE_COMPOSE_FILE,
@@ -81,7 +81,8 @@ def test_a_jar_brings_what_its_manifest_class_path_names(tmp_path: Path) -> None
 
 def test_the_jars_of_this_machines_local_runner_make_a_server(tmp_path: Path) -> None:
     """Whatever resolve_classpath finds here, the image gets a server jar and its jute."""
-    from zkserver.local_server import LocalServerError, resolve_classpath
+    from zkserver.errors import LocalServerError
+    from zkserver.zookeeper_jars import resolve_classpath
 
     try:
         entries = resolve_classpath().entries

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from cluster import launcher
+from cluster import launcher, node_control, state_file
 from pipeline.__main__ import main
 from tests.support.event_logs import events
 from tests.support.waiting import wait_until
@@ -33,9 +33,9 @@ async def test_the_audit_of_a_real_cluster_passes_every_control_plane_check(
 ) -> None:
     state = await launcher.up(directory, launcher.Layout(brokers=3, controllers=2))
     await launcher.create_demo_topic(state, "demo")
-    broker = launcher.find(state, "broker-2")
+    broker = state_file.find(state, "broker-2")
     old_epoch = max(e["broker_epoch"] for e in events(broker) if e["kind"] == "registered")
-    await asyncio.to_thread(launcher.node_action, directory, "broker-2", "bounce")
+    await asyncio.to_thread(node_control.node_action, directory, "broker-2", "bounce")
     controllers = [p for p in state["processes"] if p["role"] == "controller"]
 
     def back() -> bool:
@@ -45,7 +45,7 @@ async def test_the_audit_of_a_real_cluster_passes_every_control_plane_check(
     # The new process waits for the old session's znode to go, then registers: the active controller
     # sees broker 2 leave and come back (or, reading both at once, a bounce).
     await wait_until(back, timeout=30, what="the controller sees broker 2 back")
-    await asyncio.to_thread(launcher.down, directory)
+    await asyncio.to_thread(node_control.down, directory)
 
     out = directory / "report" / "audit.json"
     capsys.readouterr()

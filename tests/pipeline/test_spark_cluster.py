@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import pipeline
-from zkserver.local_server import free_ports
+from zkserver.ports import free_ports
 
 pytestmark = pytest.mark.spark_cluster
 

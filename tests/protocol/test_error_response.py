@@ -79,33 +79,36 @@ def test_error_body_answers_every_requested_partition(api_key: int, api_version:
     assert _error_codes(body) == [ErrorCode.NOT_LEADER_OR_FOLLOWER] * (top_level + expected)
 
 
+FETCH_REQUEST = {
+    "replica_id": -1,
+    "max_wait_ms": 500,
+    "min_bytes": 1,
+    "max_bytes": 1 << 20,
+    "isolation_level": 0,
+    "session_id": 0,
+    "session_epoch": -1,
+    "topics": [
+        {
+            "topic": "t",
+            "partitions": [
+                {
+                    "partition": 3,
+                    "current_leader_epoch": 1,
+                    "fetch_offset": 10,
+                    "log_start_offset": -1,
+                    "partition_max_bytes": 4096,
+                }
+            ],
+        }
+    ],
+    "forgotten_topics_data": [],
+    "rack_id": "",
+}
+"""A consumer's Fetch v11 for partition t-3."""
+
+
 def test_error_partitions_name_what_was_asked_and_carry_kafkas_defaults() -> None:
-    fetch_request = {
-        "replica_id": -1,
-        "max_wait_ms": 500,
-        "min_bytes": 1,
-        "max_bytes": 1 << 20,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": "t",
-                "partitions": [
-                    {
-                        "partition": 3,
-                        "current_leader_epoch": 1,
-                        "fetch_offset": 10,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": 4096,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
-    assert error_response_body(ApiKey.FETCH, 11, ErrorCode.NOT_LEADER_OR_FOLLOWER, fetch_request) == {
+    assert error_response_body(ApiKey.FETCH, 11, ErrorCode.NOT_LEADER_OR_FOLLOWER, FETCH_REQUEST) == {
         "throttle_time_ms": 0,
         "error_code": 6,
         "session_id": 0,

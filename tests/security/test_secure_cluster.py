@@ -38,8 +38,8 @@ from tests.support.requests import (
 from tests.support.waiting import wait_until
 from zkstore import znodes
 from zkstore.acls import update_resource_acls
-from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
+from zkstore.topic_writes import create_topic
 
 PASSWORD = "alice-secret"
 

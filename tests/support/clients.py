@@ -43,3 +43,43 @@ def confluent_consume(
     finally:
         consumer.close()
     return got
+
+
+def confluent_round_trip(
+    bootstrap: str,
+    topic: str,
+    records: list[tuple[int, bytes, bytes]],
+    config: dict[str, str] | None = None,
+) -> list[Any]:
+    """Produce ``records`` (partition, key, value) with acks=all, then read every partition back;
+    ``config`` adds client settings (security).
+
+    As in tests/broker/test_clients.py: no idempotence (these brokers serve no InitProducerId), and a
+    consumer that assigns partitions instead of joining a group.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+
+    common = {**(config or {}), "bootstrap.servers": bootstrap}
+    failures: list[str] = []
+    producer = Producer({**common, "acks": "all", "enable.idempotence": False})
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    for partition, key, value in records:
+        producer.produce(topic, key=key, value=value, partition=partition, on_delivery=on_delivery)
+    if producer.flush(30) or failures:
+        raise KafkaException(f"undelivered records; failures: {failures[:5]}")
+    consumer = Consumer({**common, "group.id": "assign-only", "enable.auto.commit": False})
+    got: list[Any] = []
+    try:
+        partitions = sorted({p for p, _, _ in records})
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        for _ in range(60):  # bounded: at most 60 polls of 0.5 s
+            got += [m for m in consumer.consume(num_messages=1000, timeout=0.5) if m.error() is None]
+            if len(got) >= len(records):
+                break
+    finally:
+        consumer.close()
+    return [(m.partition(), m.key(), m.value()) for m in got]

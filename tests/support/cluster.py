@@ -24,10 +24,10 @@ from protocol import ApiKey
 from protocol.record_batch import build_batch
 from tests.support.broker_sim import Received, SimulatedBroker
 from tests.support.zookeeper import session
-from zkserver.local_server import free_ports
+from zkserver.ports import free_ports
 from zkstore import znodes
-from zkstore.admin import create_topic
 from zkstore.aio import AsyncZooKeeper
+from zkstore.topic_writes import create_topic
 
 __all__ = [
     "SECURITY_MODES",

@@ -6,17 +6,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 from kazoo.client import KazooClient
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
-from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.metrics import registry_samples, scrape_text
 from zkserver.exporter import JMX_NAMES, MntrCollector, families, parse_mntr
-from zkserver.local_server import ZooKeeperServer, find_free_port
+from zkserver.ports import find_free_port
+from zkserver.server import ZooKeeperServer
 
 
 def mntr(**values: object) -> str:
@@ -40,14 +40,10 @@ def summary(name: str, count: int, total: int, p50: int, p99: int) -> dict[str, 
 
 
 def scrape(collector: MntrCollector) -> dict[str, float]:
+    """Every sample the collector gives, keyed without the ``server`` label."""
     registry = CollectorRegistry()
     registry.register(collector)
-    out = {}
-    for family in text_string_to_metric_families(generate_latest(registry).decode()):
-        for sample in family.samples:
-            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()) if k != "server")
-            out[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
-    return out
+    return registry_samples(registry, without=("server",))
 
 
 def test_plain_values_keep_the_providers_names_and_text_values_are_skipped() -> None:
@@ -130,7 +126,7 @@ def test_python_m_zkstore_exporter_serves_metrics(zk_server: ZooKeeperServer) ->
         deadline = time.monotonic() + 20
         while True:
             try:
-                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+                text = scrape_text(port)
                 break
             except OSError:
                 assert exporter.poll() is None, exporter.stderr.read().decode() if exporter.stderr else ""

@@ -15,7 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, UnimplementedError
 
-from zkserver.local_server import ZooKeeperServer
+from zkserver.server import ZooKeeperServer
 from zkstore import batch_read
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import (

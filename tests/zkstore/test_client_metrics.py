@@ -6,7 +6,7 @@ import pytest
 from kazoo.exceptions import NoNodeError
 
 from daemon.metrics import Metrics
-from tests.daemon.test_metrics import samples
+from tests.support.metrics import registry_samples
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import ConnectionCutter, expire_session
 from zkstore.aio import AsyncZooKeeper
@@ -16,7 +16,7 @@ LISTENER = "kafka_server_sessionexpirelistener"
 
 
 def state_of(metrics: Metrics) -> list[str]:
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     return [
         name.split('state="')[1].rstrip('"}')
         for name, value in scraped.items()
@@ -30,7 +30,7 @@ def test_each_connection_state_marks_kafkas_meter_and_the_state_gauge() -> None:
     assert state_of(metrics) == ["NOT_CONNECTED"]
     for state in ("CONNECTED", "CONNECTING", "CONNECTED", "EXPIRED_SESSION", "CONNECTED", "AUTH_FAILED"):
         observer.session_state(state)
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     assert scraped[f"{LISTENER}_zookeepersyncconnects_total"] == 3
     assert scraped[f"{LISTENER}_zookeeperdisconnects_total"] == 1
     assert scraped[f"{LISTENER}_zookeeperexpires_total"] == 1
@@ -46,7 +46,7 @@ def test_request_latency_is_a_histogram_in_milliseconds() -> None:
     metrics = Metrics()
     observer = ZooKeeperClientMetrics(metrics)
     observer.request_latency(0.004)
-    scraped = samples(metrics)
+    scraped = registry_samples(metrics)
     base = "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms"
     assert scraped[f"{base}_count"] == 1
     assert scraped[f'{base}{{quantile="0.99"}}'] == pytest.approx(4)
@@ -65,14 +65,14 @@ async def test_a_real_session_connects_times_requests_and_expires(zk_connect: st
         with pytest.raises(NoNodeError):  # an error answer is a round trip too
             await zk.get("/missing")
         latency = "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count"
-        assert samples(metrics)[latency] >= 2
+        assert registry_samples(metrics)[latency] >= 2
 
         await expire_session(zk)  # the server drops the connection; reconnecting, kazoo learns of it
         await wait_until(
-            lambda: samples(metrics)[f"{LISTENER}_zookeeperexpires_total"] == 1, "the expiry counted"
+            lambda: registry_samples(metrics)[f"{LISTENER}_zookeeperexpires_total"] == 1, "the expiry counted"
         )
         await wait_until(lambda: state_of(metrics) == ["CONNECTED"], "a new session")
-        assert samples(metrics)[f"{LISTENER}_zookeepersyncconnects_total"] == 2
+        assert registry_samples(metrics)[f"{LISTENER}_zookeepersyncconnects_total"] == 2
     finally:
         await zk.close()
     assert state_of(metrics) == ["CLOSED"]
@@ -90,10 +90,11 @@ async def test_a_dropped_connection_is_a_disconnect_not_an_expiry(zk_connect: st
     try:
         cutter.cut(hold=False)
         await wait_until(
-            lambda: samples(metrics)[f"{LISTENER}_zookeeperdisconnects_total"] == 1, "the disconnect counted"
+            lambda: registry_samples(metrics)[f"{LISTENER}_zookeeperdisconnects_total"] == 1,
+            "the disconnect counted",
         )
         await wait_until(lambda: state_of(metrics) == ["CONNECTED"], "the session back")
-        scraped = samples(metrics)
+        scraped = registry_samples(metrics)
         assert scraped[f"{LISTENER}_zookeeperexpires_total"] == 0
         assert scraped[f"{LISTENER}_zookeepersyncconnects_total"] == 2
     finally:

@@ -9,10 +9,11 @@ import logging
 import pytest
 from kazoo.exceptions import NoNodeError
 
+from placement.errors import AdminError
 from security.sasl import ScramCredential, derive_credential
 from zkstore import users
-from zkstore.admin import CONFIG_CHANGES, AdminError
 from zkstore.aio import AsyncZooKeeper
+from zkstore.entity_configs import CONFIG_CHANGES
 
 pytestmark = pytest.mark.zookeeper
 

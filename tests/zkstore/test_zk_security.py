@@ -15,13 +15,15 @@ from kazoo.exceptions import NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import ACL, make_digest_acl_credential
 
-from cluster import admin_cli
+from cluster import admin_cli, topics_cli
 from daemon.config import ConfigError, load_config
 from security.certs import CertificateAuthority, Issued, create_authority
 from tests.support.zookeeper import session
+from zkserver.config import ServerTls
 from zkserver.exporter import MntrCollector
-from zkserver.local_server import ServerTls, ZooKeeperServer, four_letter_word
-from zkstore import admin, znodes
+from zkserver.four_letter_words import four_letter_word
+from zkserver.server import ZooKeeperServer
+from zkstore import entity_configs, topic_writes, znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.client_config import ZOOKEEPER_SECURITY_KEYS, load_zk_security, zk_security_from_loaded
 from zkstore.election import try_elect
@@ -147,8 +149,8 @@ async def test_every_znode_the_cluster_creates_carries_the_policy(
     await register_broker(alice, 1, b'{"version":5,"host":"localhost","port":9092}')  # multi-op create
     token = await try_elect(alice, 3001, znodes.ControllerRegistration(3001, 0).encode())  # single + multi
     assert token is not None
-    await admin.create_internal_topic(alice, "orders", 1, 1, {"cleanup.policy": "compact"})  # makepath
-    await admin.change_topic_configs(alice, "orders", {"retention.ms": "1000"})  # sequential create
+    await topic_writes.create_internal_topic(alice, "orders", 1, 1, {"cleanup.policy": "compact"})  # makepath
+    await entity_configs.change_topic_configs(alice, "orders", {"retention.ms": "1000"})  # sequential create
     await alice.create("/config/users/carol", b'{"version":1,"config":{}}', makepath=True)
 
     open_to_read = {creator(ALICE), (READ, *WORLD)}
@@ -180,7 +182,7 @@ async def test_an_unauthenticated_session_reads_but_cannot_change(
     alice: AsyncZooKeeper, stranger: AsyncZooKeeper
 ) -> None:
     await register_broker(alice, 1, b'{"version":5}')
-    await admin.create_topic(alice, "orders", {0: (1,)})
+    await topic_writes.create_topic(alice, "orders", {0: (1,)})
     await alice.create("/config/users/carol", b"scram credentials", makepath=True)
 
     data, _ = await stranger.get(znodes.topic_path("orders"))  # world-readable
@@ -203,7 +205,7 @@ async def test_an_unauthenticated_session_reads_but_cannot_change(
 
 
 async def test_another_digest_user_is_refused_too(alice: AsyncZooKeeper, zk_connect: str) -> None:
-    await admin.create_topic(alice, "orders", {0: (1,)})
+    await topic_writes.create_topic(alice, "orders", {0: (1,)})
     await alice.create("/config/brokers/1", b"{}", makepath=True)
     bob = await session(zk_connect, secured_by(BOB))
     try:
@@ -231,7 +233,7 @@ async def test_the_admin_cli_authenticates_with_zk_config(
     config.write_text(f"zookeeper.set.acl=true\nzookeeper.auth.digest={digest(ALICE)}\n")
 
     top = argparse.ArgumentParser()
-    admin_cli.register(top.add_subparsers(dest="command", required=True), admin_cli.common_options())
+    topics_cli.register(top.add_subparsers(dest="command", required=True), admin_cli.common_options())
 
     def run(*argv: str) -> int:
         args = top.parse_args(list(argv))

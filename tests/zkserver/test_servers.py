@@ -11,16 +11,13 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import ZnodeStat
 
 from tests.support.waiting import wait_until_sync
-from zkserver import local_server
-from zkserver.local_server import (
-    JavaNotFound,
-    ZooKeeperEnsemble,
-    ZooKeeperNotFound,
-    ZooKeeperServer,
-    find_java,
-    resolve_classpath,
-    server_mode,
-)
+from zkserver import ports, zookeeper_jars
+from zkserver.ensemble import ZooKeeperEnsemble
+from zkserver.errors import JavaNotFound, ZooKeeperNotFound
+from zkserver.four_letter_words import server_mode
+from zkserver.java import find_java
+from zkserver.server import ZooKeeperServer
+from zkserver.zookeeper_jars import resolve_classpath
 
 CLIENT_TIMEOUT_S = 15.0
 
@@ -117,8 +114,8 @@ def test_fallback_without_zookeeper_home(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_nothing_found_names_all_three_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ZOOKEEPER_HOME", raising=False)
-    monkeypatch.setattr(local_server, "DEBIAN_ZOOKEEPER_JAR", tmp_path / "absent.jar")
-    monkeypatch.setattr(local_server, "_pyspark_jars_dir", lambda: None)
+    monkeypatch.setattr(zookeeper_jars, "DEBIAN_ZOOKEEPER_JAR", tmp_path / "absent.jar")
+    monkeypatch.setattr(zookeeper_jars, "_pyspark_jars_dir", lambda: None)
     with pytest.raises(ZooKeeperNotFound) as excinfo:
         resolve_classpath()
     message = str(excinfo.value)
@@ -223,8 +220,8 @@ def test_ensemble_elects_a_new_leader_when_the_leader_dies(tmp_path: Path) -> No
 def test_a_port_handed_out_is_not_handed_out_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """A port stays free until its daemon binds it, so the next call (the next daemon of the same
     cluster) must not draw it: from a range of 1,200, two draws of 500 would overlap without memory."""
-    monkeypatch.setattr(local_server, "LISTEN_PORTS", (20_000, 21_200))
-    first = local_server.free_ports(500)
-    second = local_server.free_ports(500)
+    monkeypatch.setattr(ports, "LISTEN_PORTS", (20_000, 21_200))
+    first = ports.free_ports(500)
+    second = ports.free_ports(500)
     assert len(set(first)) == 500 and len(set(second)) == 500
     assert not set(first) & set(second)

@@ -1,0 +1,146 @@
+"""Keeps the API table of ``docs/protocol.md`` equal to the codec and the daemons' handler tables.
+
+Every API the codec implements (``protocol.registry.APIS``) is one row: its key and name, the versions
+implemented and those of them that are flexible, the daemons that serve it, and notes. Who serves what
+is read off the handler tables of daemons built (never started) in a scratch directory: the API keys a
+broker's ``KafkaApis`` handles and those the controller's RPC listener serves. The notes come from the
+codec's and the daemons' tables too: the control plane (``CONTROL_APIS``), KIP-380's per-broker-epoch
+versions and seed 002's max-broker-epoch variants, the Admin API requests brokers forward to the
+controller, and the requests a SASL listener answers while a connection authenticates.
+``python -m cluster.api_reference`` rewrites the table in place; ``--check`` fails when it differs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cluster.doc_pages import page_command
+from protocol import CONTROL_APIS, MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, ApiKey
+from protocol.registry import APIS
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
+BLOCK = re.compile(r"(<!-- apis -->\n)(?:.*?\n)?(<!-- /apis -->)", re.S)
+AUTHENTICATION_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+"""What a SASL listener of either daemon answers before a connection has authenticated
+(``network/handshake.py``)."""
+
+
+@dataclass(frozen=True)
+class Served:
+    """The API keys each daemon's handler table holds."""
+
+    broker: frozenset[int]
+    controller: frozenset[int]
+    forwarded: frozenset[int]
+    """Admin API requests a broker takes and passes on to the active controller."""
+
+
+def served(scratch: Path) -> Served:
+    """The handler tables of a broker built (never started) in ``scratch`` and of the controller's RPC
+    listener."""
+    from broker.config import load as broker_config
+    from broker.server import BrokerServer
+    from controller.daemon import FORWARDED_APIS, RPC_APIS
+
+    broker = BrokerServer(
+        broker_config(
+            None,
+            {
+                "KAFKA_BROKER_ID": "1",
+                "KAFKA_ZOOKEEPER_CONNECT": "127.0.0.1:1",  # nothing connects: the broker is only built
+                "KAFKA_LOG_DIRS": str(scratch / "logs"),
+            },
+        )
+    )
+    broker.events.close()
+    return Served(
+        broker=frozenset(broker.apis.api_keys),
+        controller=frozenset(RPC_APIS),
+        forwarded=frozenset(FORWARDED_APIS),
+    )
+
+
+def versions_cell(versions: Sequence[int]) -> str:
+    """``3-8`` (an en dash) for a run, ``2, 5`` for apart ones, an em dash for none."""
+    runs: list[list[int]] = []
+    for version in sorted(versions):
+        if runs and version == runs[-1][-1] + 1:
+            runs[-1].append(version)
+        else:
+            runs.append([version])
+    parts = [str(run[0]) if len(run) == 1 else f"{run[0]}\N{EN DASH}{run[-1]}" for run in runs]
+    return ", ".join(parts) or "—"
+
+
+def _served_by(key: int, served: Served) -> str:
+    daemons = [
+        name for name, keys in (("broker", served.broker), ("controller", served.controller)) if key in keys
+    ]
+    return ", ".join(daemons) or "—"
+
+
+def _notes(key: int, served: Served) -> list[str]:
+    notes = []
+    if key in CONTROL_APIS:
+        notes.append("control plane: controller → broker")
+    if key in PER_BROKER_EPOCH_VERSIONS:
+        notes.append(f"v{PER_BROKER_EPOCH_VERSIONS[ApiKey(key)]}: Apache Kafka's, `broker_epoch` (KIP-380)")
+    if key in MAX_BROKER_EPOCH_VERSIONS:
+        version = MAX_BROKER_EPOCH_VERSIONS[ApiKey(key)]
+        notes.append(f"v{version}: seed variant, `max_broker_epoch` (seed 002)")
+    if key in served.controller and key not in served.forwarded:
+        notes.append("broker → active controller")
+    if key in served.forwarded:
+        notes.append("forwarded by the broker to the active controller")
+    if key == ApiKey.API_VERSIONS:
+        notes.append("also answered by either daemon's SASL listeners while a connection authenticates")
+    elif key in AUTHENTICATION_APIS:
+        notes.append(
+            "the SASL exchange: run by either daemon's SASL listeners while a connection authenticates "
+            "(`network/handshake.py`)"
+        )
+    return notes
+
+
+def table(served: Served, apis: Collection[int] = tuple(APIS)) -> str:
+    """The markdown table of every API in ``apis``, by key."""
+    rows = [
+        "| key | API | versions | flexible | served by | notes |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for key in sorted(apis):
+        spec = APIS[key]
+        flexible = versions_cell(sorted(spec.flexible_versions)) if spec.flexible_versions else "no"
+        notes = "; ".join(_notes(key, served)) or "—"
+        rows.append(
+            f"| {key} | {spec.name} | {versions_cell(spec.versions)} | {flexible} "
+            f"| {_served_by(key, served)} | {notes} |"
+        )
+    return "\n".join(rows)
+
+
+def render(page: str, content: str) -> str:
+    """``page`` with its marked API table replaced; ValueError if the markers are missing."""
+    if not BLOCK.search(page):
+        raise ValueError("no <!-- apis --> … <!-- /apis --> block")
+    return BLOCK.sub(lambda block: block.group(1) + content + "\n" + block.group(2), page)
+
+
+def current_table() -> str:
+    with tempfile.TemporaryDirectory(prefix="api-reference-") as scratch:
+        return table(served(Path(scratch)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return page_command(
+        "cluster.api_reference", __doc__, PAGE, lambda text: render(text, current_table()), argv
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
