@@ -75,10 +75,23 @@ class KafkaBroker:
         self.log_path = self.dir / "server.log"
         self.stdout_path = self.dir / "stdout.log"
         self.config = self.dir / "server.properties"
+        self.listeners = listeners
         settings = server_properties(broker_id, zk_connect, listeners, self.dir / "data", overrides)
         self.config.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
         (self.dir / "log4j.properties").write_text(LOG4J.format(log=self.log_path))
         self.process: subprocess.Popen[bytes] | None = None
+
+    def endpoint(self, listener: str = "PLAINTEXT") -> tuple[str, int]:
+        """``(host, port)`` of one of ``listeners`` (``NAME://host:port``, comma-separated)."""
+        for item in self.listeners.split(","):
+            name, _, address = item.strip().partition("://")
+            if name.upper() == listener.upper():
+                host, _, port = address.rpartition(":")
+                return host.strip("[]"), int(port)
+        raise KeyError(f"{self.name} has no listener {listener}: {self.listeners}")
+
+    def bootstrap(self, listener: str = "PLAINTEXT") -> str:
+        return "{}:{}".format(*self.endpoint(listener))
 
     def command(self) -> list[str]:
         java = shutil.which("java")

@@ -6,9 +6,11 @@ import asyncio
 
 from kafkapeer.broker import KafkaBroker
 from tests.interop.conftest import KafkaBrokers
+from tests.support.clients import confluent_round_trip
 from tests.support.cluster import Cluster
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
+from zkstore.topic_writes import create_topic
 
 REGISTRATION_TIMEOUT_S = 90.0
 
@@ -68,3 +70,64 @@ async def test_our_controller_sees_a_kafka_broker_join_die_and_come_back_with_a_
         timeout=60,
         what=f"broker 0 back with epoch {second_epoch}",
     )
+
+
+async def test_our_controller_makes_a_kafka_broker_the_leader_clients_produce_to(
+    kafka: KafkaBrokers, cluster: Cluster, zk: AsyncZooKeeper
+) -> None:
+    """Kafka's wire of 2.2 (LeaderAndIsr v2, UpdateMetadata v5), which Kafka 3.9 still takes: our
+    controller drives a real Kafka broker, whose clients then produce to and consume from it."""
+    controller = cluster.start_controller(1001, inter_broker_protocol_version="2.2")
+    await controller.wait_kind("controller_elected", timeout=60)
+    broker = kafka.broker(0)
+    await registration(zk, broker)
+    await create_topic(zk, "mixed", {0: (0,), 1: (0,)})
+
+    def answered(event: dict[str, object]) -> bool:
+        return (
+            event["kind"] == "response_received"
+            and event["api"] == "LeaderAndIsr"
+            and event["broker"] == 0
+            and event.get("partitions") == 2
+        )
+
+    accepted = await controller.wait_event(
+        answered, timeout=60, what="LeaderAndIsr for mixed answered by Kafka"
+    )
+    assert (accepted["error"], accepted["partition_errors"]) == ("NONE", 0)
+    records = [(p, f"k{i}".encode(), f"v{i}".encode()) for i in range(20) for p in (0, 1)]
+    got = await asyncio.to_thread(confluent_round_trip, broker.bootstrap(), "mixed", records)
+    assert sorted(got) == sorted(records)
+
+
+async def test_kafkas_controller_makes_our_broker_the_leader_clients_produce_to(
+    kafka: KafkaBrokers, cluster: Cluster, zk: AsyncZooKeeper
+) -> None:
+    """The other direction, on the same wire: a Kafka 3.9 broker, elected controller by its own
+    KafkaController, drives our broker through its control-plane listener (KIP-291)."""
+    from zkserver.ports import free_ports
+
+    plain, control = free_ports(2)
+    kafka_broker = kafka.broker(
+        0,
+        listeners=f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}",
+        **{
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "control.plane.listener.name": "CONTROLLER",
+            "inter.broker.protocol.version": "2.2",
+        },
+    )
+    await registration(zk, kafka_broker)
+    ours = cluster.broker(1)
+    await ours.wait_kind("registered", timeout=60)
+    await create_topic(zk, "led-by-kafka", {0: (1,)})
+    handled = await ours.wait_event(
+        lambda e: e["kind"] == "become_leader" and e.get("topic") == "led-by-kafka",
+        timeout=60,
+        what="our broker leads led-by-kafka",
+    )
+    assert handled["leader_epoch"] == 0
+    records = [(0, f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
+    bootstrap = "{}:{}".format(*ours.endpoint("PLAINTEXT"))
+    got = await asyncio.to_thread(confluent_round_trip, bootstrap, "led-by-kafka", records)
+    assert got == records
