@@ -32,7 +32,7 @@ from broker.authorization import RequestAuthorizer
 from broker.config import BrokerConfig
 from broker.config_apis import ConfigApis
 from broker.controlled_shutdown import ControlledShutdown
-from broker.controller_address import ControllerAddress
+from broker.controller_address import ControllerAddress, controller_in_metadata
 from broker.controller_guard import ControllerEpochGuard, ZkController
 from broker.fetch import FetchApi
 from broker.forwarded_admin import ForwardedAdminApis
@@ -480,6 +480,21 @@ class BrokerServer:
     # -- controlled shutdown
 
     async def _controller_endpoint(self) -> ControllerAddress | None:
+        """For AlterPartition and forwarded admin requests: the control-plane listener, else the
+        inter-broker one, of a controller that is a live broker; else ``/controller``'s endpoint."""
+        return await self._controller_on(
+            self.config.control_plane_listener_name or self.config.inter_broker_listener_name
+        )
+
+    async def _controller_for_shutdown(self) -> ControllerAddress | None:
+        """ControlledShutdown goes to the inter-broker listener (Kafka's ``KafkaServer``)."""
+        return await self._controller_on(self.config.inter_broker_listener_name)
+
+    async def _controller_on(self, listener: str) -> ControllerAddress | None:
+        found = controller_in_metadata(self.metadata_cache.snapshot, listener)
+        if found is not None:
+            security = self.config.dialing(self.config.security_protocols[listener])
+            return ControllerAddress(*found, security)
         with contextlib.suppress(NoNodeError):
             data, _ = await self.zk.get(znodes.CONTROLLER)
             registration = znodes.decode_controller_registration(data, znodes.CONTROLLER)
@@ -517,7 +532,7 @@ class BrokerServer:
         return await ControlledShutdown(
             config.broker_id,
             self._epoch,
-            self._controller_endpoint,
+            self._controller_for_shutdown,
             self.events,
             max_retries=config.controlled_shutdown_max_retries,
             retry_backoff_s=config.controlled_shutdown_retry_backoff_s,

@@ -6,8 +6,9 @@ import asyncio
 
 from kafkapeer.broker import KafkaBroker
 from tests.interop.conftest import KafkaBrokers
-from tests.support.clients import confluent_round_trip
+from tests.support.clients import confluent_consume, confluent_round_trip
 from tests.support.cluster import Cluster
+from zkserver.ports import free_ports
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.topic_writes import create_topic
@@ -30,6 +31,38 @@ async def registration(zk: AsyncZooKeeper, broker: KafkaBroker) -> tuple[znodes.
         assert asyncio.get_running_loop().time() < deadline, (
             f"{broker.name} never registered:\n{broker.tail()}"
         )
+        await asyncio.sleep(0.2)
+
+
+async def beside_ours(kafka: KafkaBrokers, zk: AsyncZooKeeper, broker_id: int) -> KafkaBroker:
+    """A registered Kafka broker with our brokers' listener names (a CONTROLLER control plane beside
+    PLAINTEXT), on 2.2's control-plane wire, which both implementations speak; the first one started
+    in a cluster without a controller of ours wins ``/controller``."""
+    plain, control = free_ports(2)
+    broker = kafka.broker(
+        broker_id,
+        listeners=f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}",
+        **{
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "control.plane.listener.name": "CONTROLLER",
+            "inter.broker.protocol.version": "2.2",
+            "replica.lag.time.max.ms": 5000,
+        },
+    )
+    await registration(zk, broker)
+    return broker
+
+
+async def wait_for_leader(zk: AsyncZooKeeper, topic: str, leader: int, broker: KafkaBroker) -> None:
+    path = f"{znodes.BROKER_TOPICS}/{topic}/partitions/0/state"
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        data, _ = await zk.get(path)
+        state = znodes.decode_leader_isr_state(data, path)
+        if state is not None and state.leader == leader:
+            return
+        late = asyncio.get_running_loop().time() > deadline
+        assert not late, f"{topic}-0 never led by {leader}:\n{broker.tail()}"
         await asyncio.sleep(0.2)
 
 
@@ -105,19 +138,7 @@ async def test_kafkas_controller_makes_our_broker_the_leader_clients_produce_to(
 ) -> None:
     """The other direction, on the same wire: a Kafka 3.9 broker, elected controller by its own
     KafkaController, drives our broker through its control-plane listener (KIP-291)."""
-    from zkserver.ports import free_ports
-
-    plain, control = free_ports(2)
-    kafka_broker = kafka.broker(
-        0,
-        listeners=f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}",
-        **{
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "control.plane.listener.name": "CONTROLLER",
-            "inter.broker.protocol.version": "2.2",
-        },
-    )
-    await registration(zk, kafka_broker)
+    await beside_ours(kafka, zk, 0)
     ours = cluster.broker(1)
     await ours.wait_kind("registered", timeout=60)
     await create_topic(zk, "led-by-kafka", {0: (1,)})
@@ -131,3 +152,49 @@ async def test_kafkas_controller_makes_our_broker_the_leader_clients_produce_to(
     bootstrap = "{}:{}".format(*ours.endpoint("PLAINTEXT"))
     got = await asyncio.to_thread(confluent_round_trip, bootstrap, "led-by-kafka", records)
     assert got == records
+
+
+async def test_records_replicate_across_implementations_and_survive_a_leader_change(
+    kafka: KafkaBrokers, cluster: Cluster, zk: AsyncZooKeeper
+) -> None:
+    """Under Kafka's controller: a Kafka follower fetches from our leader; acks=all records, then our
+    leader is killed and Kafka's controller moves leadership to the Kafka broker, which has them all."""
+    kafka_broker = await beside_ours(kafka, zk, 0)
+    ours = cluster.broker(1)
+    await ours.wait_kind("registered", timeout=60)
+    await create_topic(zk, "across", {0: (1, 0)})
+    await ours.wait_event(
+        lambda e: e["kind"] == "become_leader" and e.get("topic") == "across", timeout=60, what="our leader"
+    )
+    records = [(0, f"k{i}".encode(), f"v{i}".encode()) for i in range(50)]
+    bootstrap = "{}:{}".format(*ours.endpoint("PLAINTEXT"))
+    assert await asyncio.to_thread(confluent_round_trip, bootstrap, "across", records) == records
+    ours.kill()
+
+    await wait_for_leader(zk, "across", 0, kafka_broker)
+    got = await asyncio.to_thread(confluent_consume, kafka_broker.bootstrap(), "across", 1, len(records))
+    assert [(0, key, value) for _, key, value in got[0]] == records
+
+
+async def test_our_follower_of_a_kafka_leader_takes_over_with_every_acknowledged_record(
+    kafka: KafkaBrokers, cluster: Cluster, zk: AsyncZooKeeper
+) -> None:
+    """The mirror image: our broker fetches from a Kafka leader (Kafka broker 0 is the controller and
+    holds no replica); the leader is killed and our broker, in the ISR, is elected with every record."""
+    controller = await beside_ours(kafka, zk, 0)
+    leader = await beside_ours(kafka, zk, 2)
+    ours = cluster.broker(1)
+    await ours.wait_kind("registered", timeout=60)
+    await create_topic(zk, "mirror", {0: (2, 1)})
+    await ours.wait_event(
+        lambda e: e["kind"] == "become_follower" and e.get("topic") == "mirror",
+        timeout=60,
+        what="our follower",
+    )
+    records = [(0, f"k{i}".encode(), f"v{i}".encode()) for i in range(50)]
+    assert await asyncio.to_thread(confluent_round_trip, leader.bootstrap(), "mirror", records) == records
+    leader.kill()
+    await wait_for_leader(zk, "mirror", 1, controller)
+    bootstrap = "{}:{}".format(*ours.endpoint("PLAINTEXT"))
+    got = await asyncio.to_thread(confluent_consume, bootstrap, "mirror", 1, len(records))
+    assert [(0, key, value) for _, key, value in got[0]] == records
