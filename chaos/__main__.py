@@ -1,7 +1,9 @@
 """``python -m chaos run|list``: fault injection with a recorded workload against a local cluster.
 
 ``run`` exits 0 when every acknowledged record was read back exactly once where it was acknowledged,
-1 when not or when the run could not be carried out (one ``error:`` line on stderr), 2 on bad usage.
+1 when not or when the run could not be carried out (one ``error:`` line on stderr), 2 on bad usage
+or when the workload asked for cannot run here (``--workload kafka-verifiable`` without java or
+Kafka's jars).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from rich.table import Table
 
 from chaos import ChaosError
 from chaos.compose import ComposeCluster
-from chaos.run import RunConfig, RunResult, run
+from chaos.java_tool import ToolsMissing, java_prefix
+from chaos.run import WORKLOADS, RunConfig, RunResult, run
 from chaos.schedule import DEFAULT_FAULTS, FAULTS, ROLES
 from chaos.target import Target
 from chaos.verdict import Verdict, judge, read_lines
@@ -122,6 +125,13 @@ def _run_arguments(go: argparse.ArgumentParser) -> None:
     )
     go.add_argument("--no-group", action="store_true", help="no consumer group on the acks=all topic")
     go.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="default",
+        help="who produces and consumes: librdkafka (default), or Kafka's own VerifiableProducer and "
+        "VerifiableConsumer from the jars of `make kafka` (kafka-verifiable)",
+    )
+    go.add_argument(
         "--overlap",
         type=_positive(int),
         default=1,
@@ -186,9 +196,8 @@ def _logging() -> None:
     logging.getLogger("kazoo").setLevel(logging.ERROR)
 
 
-def run_command(args: argparse.Namespace) -> int:
-    _logging()
-    config = RunConfig(
+def _run_config(args: argparse.Namespace) -> RunConfig:
+    return RunConfig(
         directory=args.dir,
         duration_s=args.duration,
         faults=args.faults,
@@ -203,9 +212,28 @@ def run_command(args: argparse.Namespace) -> int:
         overlap=args.overlap,
         idempotent=not args.no_idempotence,
         group=not args.no_group,
+        workload=args.workload,
     )
+
+
+def _refused(args: argparse.Namespace) -> int | None:
+    """The exit status of a run that cannot start here, before a cluster is started for nothing."""
     if args.compose is not None and (args.start or args.netns):
         return fail("--compose runs against a compose project already up: no --start or --netns")
+    if args.workload == "kafka-verifiable":
+        try:
+            java_prefix()
+        except ToolsMissing as exc:
+            return _unusable(exc)
+    return None
+
+
+def run_command(args: argparse.Namespace) -> int:
+    _logging()
+    config = _run_config(args)
+    refused = _refused(args)
+    if refused is not None:
+        return refused
     started = False
     try:
         target: Target | None = None
@@ -219,6 +247,8 @@ def run_command(args: argparse.Namespace) -> int:
             asyncio.run(launcher.up(args.dir, layout))
             started = True
         result = asyncio.run(run(config, target))
+    except ToolsMissing as exc:
+        return _unusable(exc)
     except (ChaosError, state_file.ClusterError, AdminError, EngineError) as exc:
         return fail(str(exc))
     except (KazooException, KafkaException, DaemonError, LocalServerError, OSError) as exc:
@@ -233,6 +263,12 @@ def run_command(args: argparse.Namespace) -> int:
                 logging.getLogger("chaos").error("stopping the cluster in %s: %s", args.dir, exc)
     summary(Console(), result)
     return 0 if result.ok else 1
+
+
+def _unusable(exc: ToolsMissing) -> int:
+    """Kafka's tools cannot run here: one ``error:`` line, exit 2, as for an option that cannot be met."""
+    fail(str(exc))
+    return 2
 
 
 def campaign_command(args: argparse.Namespace) -> int:

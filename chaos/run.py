@@ -12,16 +12,17 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from chaos import ChaosError, safety
+from chaos import ChaosError, safety, verifiable
 from chaos.availability import availability
 from chaos.faults import Lanes, fault_loop
 from chaos.group_workload import GroupWorkload
+from chaos.java_tool import java_prefix
 from chaos.schedule import DEFAULT_FAULTS, FaultSchedule
 from chaos.target import LocalCluster, RunInjector, Target
 from chaos.verdict import Verdict, judge, read_lines
@@ -43,6 +44,31 @@ LANE_SEED_STEP = 7919
 PRODUCER_STOP_TIMEOUT_S = 35.0
 GROUP_DRAIN_TIMEOUT_S = 60.0
 """How long the consumer group may take to commit past the last acknowledged record after the faults."""
+WORKLOADS = ("default", "kafka-verifiable")
+"""``default``: librdkafka's producers and group (``chaos.workload``, ``chaos.group_workload``);
+``kafka-verifiable``: Kafka's own VerifiableProducer and VerifiableConsumer (``chaos.verifiable``)."""
+
+
+class Producing(Protocol):
+    """What a run needs of a producer workload: its topic, its counts, and a stop."""
+
+    topic: str
+    acks: str
+    acked: int
+    failed: int
+    acked_ends: dict[int, int]
+
+    def stop(self, flush_timeout_s: float | None = None) -> None: ...
+
+
+class Grouping(Protocol):
+    """What a run needs of a consumer group workload: its name, a drain, and a stop."""
+
+    group: str
+
+    def drain(self, acked_ends: Mapping[int, int], timeout_s: float) -> bool: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -68,6 +94,8 @@ class RunConfig:
     """The acks=all producer is idempotent (the default of modern clients)."""
     group: bool = True
     """A consumer group of three members consumes the acks=all topic and commits as it goes."""
+    workload: str = "default"
+    """Who produces and consumes: one of :data:`WORKLOADS`."""
 
 
 @dataclass
@@ -157,6 +185,10 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
     """One run against ``target`` (the running local cluster in ``config.directory`` by default):
     topic, faults under a workload, healing, full ISRs, read-back, verdict. Everything it does is in
     the run's two logs."""
+    if config.workload not in WORKLOADS:
+        raise ChaosError(f"unknown workload {config.workload!r}: one of {', '.join(WORKLOADS)}")
+    # Kafka's tools missing (no java, no jars) stop the run before it touches the cluster.
+    java = java_prefix() if config.workload == "kafka-verifiable" else None
     target = target or LocalCluster(config.directory)
     directory = target.directory
     seed = config.seed if config.seed is not None else random.randrange(2**31)
@@ -173,13 +205,12 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
         async with _logs(run_dir) as (events, history):
             _emit_started(events, config, run_id, counts[config.topic], seed)
             injector = target.injector(events, zk)
-            workloads = _start_producers(config, servers, run_id, history, topics)
-            group = GroupWorkload(servers, config.topic, run_id, history).start() if config.group else None
-            await _faults_then_heal(config.duration_s, schedules, injector, workloads, group)
-            log.info("faults over and healed; stopping the producers")
-            consumed = await _read_back_all(zk, servers, workloads, counts, history)
-            if group is not None:
-                await _drain_group(group, workloads[0])
+            async with _workloads(config, java, servers, run_dir, history, topics) as (workloads, group):
+                await _faults_then_heal(config.duration_s, schedules, injector, workloads, group)
+                log.info("faults over and healed; stopping the producers")
+                consumed = await _read_back_all(zk, servers, workloads, counts, history)
+                if group is not None:
+                    await _drain_group(group, workloads[0])
             reports = await _verified_replicas(target, list(topics))
             inconsistent = verify_replicas.record(events, reports)
             run_lines = list(read_lines(run_dir / "events.jsonl"))
@@ -236,6 +267,31 @@ def _emit_started(events: EventLog, config: RunConfig, run_id: str, partitions: 
     )
 
 
+@contextlib.asynccontextmanager
+async def _workloads(
+    config: RunConfig,
+    java: list[str] | None,
+    servers: str,
+    run_dir: Path,
+    history: EventLog,
+    topics: dict[str, str],
+) -> AsyncIterator[tuple[Sequence[Producing], Grouping | None]]:
+    """The run's producers (one per topic) and its consumer group, started: librdkafka's, or with
+    ``java`` (``kafka-verifiable``) Kafka's own tools, their raw lines kept in ``run_dir``, whose JVMs
+    are killed on the way out if the run failed before stopping them."""
+    run_id = run_dir.name
+    if java is None:
+        producers = _start_producers(config, servers, run_id, history, topics)
+        group = GroupWorkload(servers, config.topic, run_id, history).start() if config.group else None
+        yield producers, group
+        return
+    async with verifiable.launched(
+        java, servers, run_id, run_dir, history, topics,
+        rate=config.rate, idempotent=config.idempotent, group=config.group,
+    ) as (kafka_producers, kafka_group):  # fmt: skip
+        yield kafka_producers, kafka_group
+
+
 def _start_producers(
     config: RunConfig, servers: str, run_id: str, history: EventLog, topics: dict[str, str]
 ) -> list[ProducerWorkload]:
@@ -259,8 +315,8 @@ async def _faults_then_heal(
     duration_s: float,
     schedules: list[FaultSchedule],
     injector: RunInjector,
-    workloads: list[ProducerWorkload],
-    group: GroupWorkload | None,
+    workloads: Sequence[Producing],
+    group: Grouping | None,
 ) -> None:
     """Faults for ``duration_s``, then every one healed. When that fails, the producers and the group
     still stop before the failure goes on."""
@@ -283,7 +339,7 @@ async def _faults_then_heal(
 async def _read_back_all(
     zk: AsyncZooKeeper,
     servers: str,
-    workloads: list[ProducerWorkload],
+    workloads: Sequence[Producing],
     partitions: dict[str, int],
     history: EventLog,
 ) -> int:
@@ -308,7 +364,7 @@ async def _read_back_all(
     return consumed
 
 
-async def _drain_group(group: GroupWorkload, workload: ProducerWorkload) -> None:
+async def _drain_group(group: Grouping, workload: Producing) -> None:
     """Let the group commit past everything acknowledged (the verdict names what it missed), then
     have its members leave."""
     log.info("waiting until the consumer group %s has committed every acknowledged record", group.group)

@@ -81,6 +81,7 @@ NEWEST_CLIENTS = ArtifactSet(
         f"org.apache.kafka:kafka-clients:{KAFKA_NEWEST}",
         f"org.apache.kafka:kafka-tools:{KAFKA_NEWEST}",
         f"org.apache.kafka:kafka-streams:{KAFKA_NEWEST}",
+        "org.slf4j:slf4j-api:2.0.17",
         "org.slf4j:slf4j-simple:2.0.17",
     ),
 )
