@@ -1,12 +1,14 @@
 """Keeps the API table of ``docs/protocol.md`` equal to the codec and the daemons' handler tables.
 
 Every API the codec implements (``protocol.registry.APIS``) is one row: its key and name, the versions
-implemented and those of them that are flexible, the daemons that serve it, and notes. Who serves what
+implemented in each wire dialect (KAFKA and SEED, the seed's own layouts marked) and those of Kafka's
+that are flexible, the daemons that serve it, and notes. Who serves what
 is read off the handler tables of daemons built (never started) in a scratch directory: the API keys a
 broker's ``KafkaApis`` handles and those the controller's RPC listener serves. The notes come from the
 codec's and the daemons' tables too: the control plane (``CONTROL_APIS``), KIP-380's per-broker-epoch
-versions and seed 002's max-broker-epoch variants, the Admin API requests brokers forward to the
-controller, and the requests a SASL listener answers while a connection authenticates.
+versions, seed 002's max-broker-epoch variants and the versions Kafka 3.9 sends, the Admin API
+requests brokers forward to the controller, and the requests a SASL listener answers while a
+connection authenticates.
 ``python -m cluster.api_reference`` rewrites the table in place; ``--check`` fails when it differs.
 """
 
@@ -20,7 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.doc_pages import page_command
-from protocol import CONTROL_APIS, MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, ApiKey
+from protocol import (
+    CONTROL_APIS,
+    KAFKA_3_9_VERSIONS,
+    MAX_BROKER_EPOCH_VERSIONS,
+    PER_BROKER_EPOCH_VERSIONS,
+    ApiKey,
+    WireDialect,
+)
+from protocol.api import ApiSpec
 from protocol.registry import APIS
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
@@ -65,16 +75,28 @@ def served(scratch: Path) -> Served:
     )
 
 
-def versions_cell(versions: Sequence[int]) -> str:
-    """``3-8`` (an en dash) for a run, ``2, 5`` for apart ones, an em dash for none."""
+def versions_cell(versions: Sequence[int], seed: Collection[int] = ()) -> str:
+    """``3-8`` (an en dash) for a run, ``2, 5`` for apart ones, an em dash for none; each of ``seed``
+    (the seed's own layouts) stands alone, marked ``5 (seed)``."""
     runs: list[list[int]] = []
     for version in sorted(versions):
-        if runs and version == runs[-1][-1] + 1:
+        if runs and version == runs[-1][-1] + 1 and version not in seed and runs[-1][-1] not in seed:
             runs[-1].append(version)
         else:
             runs.append([version])
-    parts = [str(run[0]) if len(run) == 1 else f"{run[0]}\N{EN DASH}{run[-1]}" for run in runs]
+    parts = [
+        (f"{run[0]} (seed)" if run[0] in seed else str(run[0]))
+        if len(run) == 1
+        else f"{run[0]}\N{EN DASH}{run[-1]}"
+        for run in runs
+    ]
     return ", ".join(parts) or "—"
+
+
+def dialect_cell(spec: ApiSpec, dialect: WireDialect) -> str:
+    """The versions ``spec`` implements in ``dialect``, the seed's own layouts marked."""
+    versions = spec.versions_in(dialect)
+    return versions_cell(versions, {v for v in versions if spec.is_seed_layout(v, dialect)})
 
 
 def _served_by(key: int, served: Served) -> str:
@@ -92,9 +114,13 @@ def _notes(key: int, served: Served) -> list[str]:
         notes.append(f"v{PER_BROKER_EPOCH_VERSIONS[ApiKey(key)]}: Apache Kafka's, `broker_epoch` (KIP-380)")
     if key in MAX_BROKER_EPOCH_VERSIONS:
         version = MAX_BROKER_EPOCH_VERSIONS[ApiKey(key)]
-        notes.append(f"v{version}: seed variant, `max_broker_epoch` (seed 002)")
+        notes.append(f"v{version} (seed): seed 002's variant, `max_broker_epoch`, SEED dialect only")
     if key in served.controller and key not in served.forwarded:
         notes.append("broker → active controller")
+    if key in KAFKA_3_9_VERSIONS:
+        version = KAFKA_3_9_VERSIONS[ApiKey(key)]
+        only = ", KAFKA dialect only" if MAX_BROKER_EPOCH_VERSIONS.get(ApiKey(key)) == version else ""
+        notes.append(f"v{version}: Apache Kafka's{only}, what Kafka 3.9 sends (IBP 3.9)")
     if key in served.forwarded:
         notes.append("forwarded by the broker to the active controller")
     if key == ApiKey.API_VERSIONS:
@@ -110,15 +136,16 @@ def _notes(key: int, served: Served) -> list[str]:
 def table(served: Served, apis: Collection[int] = tuple(APIS)) -> str:
     """The markdown table of every API in ``apis``, by key."""
     rows = [
-        "| key | API | versions | flexible | served by | notes |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| key | API | KAFKA dialect | SEED dialect | flexible | served by | notes |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for key in sorted(apis):
         spec = APIS[key]
         flexible = versions_cell(sorted(spec.flexible_versions)) if spec.flexible_versions else "no"
         notes = "; ".join(_notes(key, served)) or "—"
         rows.append(
-            f"| {key} | {spec.name} | {versions_cell(spec.versions)} | {flexible} "
+            f"| {key} | {spec.name} | {dialect_cell(spec, WireDialect.KAFKA)} "
+            f"| {dialect_cell(spec, WireDialect.SEED)} | {flexible} "
             f"| {_served_by(key, served)} | {notes} |"
         )
     return "\n".join(rows)

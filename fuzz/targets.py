@@ -2,8 +2,9 @@
 
 * ``request``: a whole request frame as a listener reads it (header, then the body of its API and
   version); ProtocolError is the refusal, and the listener closes the connection on it.
-* ``request_body``: the first bytes choose an implemented API and version, the rest is its body, so
-  the fuzzer spends its time inside the decoders rather than on unknown API keys.
+* ``request_body``: the first bytes choose an implemented API, version and wire dialect (the seed's
+  layouts as well as Kafka's of the same numbers), the rest is its body, so the fuzzer spends its
+  time inside the decoders rather than on unknown API keys.
 * ``records``: a Produce request's records blob (record batches v2: headers, CRCs, records); a
   ProtocolError (CorruptRecordBatch) is answered CORRUPT_MESSAGE.
 * ``znodes``: the JSON (or text) of every znode the daemons read; a decoder logs what it cannot read
@@ -16,31 +17,46 @@ import contextlib
 import struct
 from collections.abc import Callable
 
-from protocol import ProtocolError, decode_request
+from protocol import DEFAULT_DIALECT, ProtocolError, WireDialect, decode_request
+from protocol.api import ApiSpec
 from protocol.record_batch import build_batch, check_batch, decode_records, parse_batches
 from protocol.registry import APIS
 from zkstore import znodes
 
 MAX_FRAME = 1 << 20
 _SPECS = sorted(APIS.values(), key=lambda s: s.key)
+_LAYOUTS: dict[int, list[tuple[int, WireDialect]]] = {
+    spec.key: [
+        *((v, DEFAULT_DIALECT) for v in spec.versions_in(DEFAULT_DIALECT)),
+        *((v, WireDialect.KAFKA) for v in spec.versions if spec.is_seed_layout(v, DEFAULT_DIALECT)),
+    ]
+    for spec in _SPECS
+}
+"""Every distinct layout of an API: its versions in the default dialect, then Kafka's layouts of the
+numbers the default dialect gives the seed's."""
+
+
+def _decode(data: bytes, dialect: WireDialect) -> None:
+    with contextlib.suppress(ProtocolError):
+        decode_request(struct.pack(">i", len(data)) + data, MAX_FRAME, dialect=dialect)
 
 
 def request(data: bytes) -> None:
     """``data`` is the frame behind its size prefix, as a listener reads it (the prefix is checked
     alone, before anything is allocated)."""
-    with contextlib.suppress(ProtocolError):
-        decode_request(struct.pack(">i", len(data)) + data, MAX_FRAME)
+    _decode(data, DEFAULT_DIALECT)
 
 
 def request_body(data: bytes) -> None:
     if len(data) < 2:
         return
-    spec = _SPECS[data[0] % len(_SPECS)]
-    version = spec.versions[data[1] % len(spec.versions)]
+    spec: ApiSpec = _SPECS[data[0] % len(_SPECS)]
+    layouts = _LAYOUTS[spec.key]
+    version, dialect = layouts[data[1] % len(layouts)]
     header = struct.pack(">hhih", spec.key, version, 7, -1)  # correlation id 7, null client id
-    if version in spec.flexible_versions:
+    if spec.is_flexible(version, dialect):
         header += b"\x00"  # no tagged fields in the header
-    request(header + data[2:])
+    _decode(header + data[2:], dialect)
 
 
 def records(data: bytes) -> None:

@@ -17,9 +17,9 @@ from typing import Any
 
 from construct import Construct, Flag, FormatField, Renamed
 
-from protocol.api import ApiKey
+from protocol.api import DEFAULT_DIALECT, ApiKey, WireDialect
 from protocol.registry import message_codec
-from protocol.types import KArray, KBytes, KString, KStruct, TaggedFields, Uuid, field_default
+from protocol.types import KArray, KBytes, KString, KStruct, KTaggedFields, Uuid, field_default
 
 __all__ = ["error_entries", "error_response_body"]
 
@@ -95,8 +95,17 @@ def _empty(con: Construct) -> Any:
     if isinstance(con, KArray):
         return []
     if isinstance(con, KStruct):
-        return {sc.name: _empty(sc) for sc in con.subcons if sc is not TaggedFields and sc.name}
+        return _empty_struct(con)
     raise TypeError(f"no empty value known for {con!r}")
+
+
+def _empty_struct(con: KStruct) -> dict[str, Any]:
+    """Every field of a struct at its empty value, tagged fields at their declared defaults."""
+    empty = {sc.name: _empty(sc) for sc in con.subcons if sc.name}
+    for sc in con.subcons:
+        if isinstance(sc, KTaggedFields):
+            empty.update(sc.defaults())
+    return empty
 
 
 def _element(struct_con: KStruct, name: str) -> KStruct:
@@ -142,6 +151,7 @@ def error_response_body(
     request: dict[str, Any] | None = None,
     *,
     message: str | None = None,
+    dialect: WireDialect = DEFAULT_DIALECT,
 ) -> dict[str, Any]:
     """A response body for ``api_key`` v``api_version`` carrying ``error_code`` and nothing else.
 
@@ -152,9 +162,9 @@ def error_response_body(
     goes wherever the version has an ``error_message`` beside the code. Other fields take Kafka's
     declared defaults (-1 offsets and epochs, for example) or zeros.
 
-    Raises ProtocolError for an API or version the codec does not implement.
+    Raises ProtocolError for an API or version the codec does not implement in ``dialect``.
     """
-    schema = message_codec(api_key, api_version, "response").schema
+    schema = message_codec(api_key, api_version, "response", dialect).schema
     body: dict[str, Any] = _empty(schema)
     if "error_code" in body:
         body["error_code"] = error_code
@@ -167,14 +177,20 @@ def error_response_body(
 
 
 def error_entries(
-    api_key: int, api_version: int, list_field: str, entries: list[dict[str, Any]], error_code: int
+    api_key: int,
+    api_version: int,
+    list_field: str,
+    entries: list[dict[str, Any]],
+    error_code: int,
+    *,
+    dialect: WireDialect = DEFAULT_DIALECT,
 ) -> list[dict[str, Any]]:
     """Elements of the response's array ``list_field``, each carrying ``error_code`` and the given keys.
 
     For answers that list one result per named resource (CreateTopics' topics, DeleteGroups' results,
     DescribeConfigs' results): every field the caller does not give takes its declared default.
     """
-    schema = message_codec(api_key, api_version, "response").schema
+    schema = message_codec(api_key, api_version, "response", dialect).schema
     element = _element(schema, list_field)
     out = []
     for given in entries:

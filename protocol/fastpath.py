@@ -28,8 +28,9 @@ from protocol.types import (
     KBytes,
     KString,
     KStruct,
-    TaggedFields,
+    KTaggedFields,
     Uuid,
+    field_default,
     min_size,
     uvarint_bytes,
 )
@@ -86,6 +87,19 @@ def _read_uvarint(b: bytes, o: int) -> tuple[int, int]:
 
 def _skip_tagged_fields(b: bytes, o: int) -> int:
     """Validate and skip a tagged-field section exactly as ``types.TaggedFields`` does."""
+    return _read_tagged_fields(b, o, {}, {})[1]
+
+
+KnownTags = dict[int, Callable[[bytes, int], tuple[dict[str, Any], int]]]
+"""A section's known tags: tag -> the decoder of a one-field struct holding that field."""
+
+
+def _read_tagged_fields(
+    b: bytes, o: int, known: KnownTags, defaults: dict[str, Any]
+) -> tuple[dict[str, Any], int]:
+    """The known tagged fields of a section (defaults for absent ones) and the offset after it, read
+    and validated exactly as ``types.KTaggedFields`` does."""
+    values = dict(defaults)
     end = len(b)
     count, o = _read_uvarint(b, o)
     if count > (end - o) // 2:
@@ -99,8 +113,34 @@ def _skip_tagged_fields(b: bytes, o: int) -> int:
         size, o = _read_uvarint(b, o)
         if size > end - o:
             raise FastPathMiss
+        decode = known.get(tag)
+        if decode is not None:
+            value, used = decode(b[o : o + size], 0)
+            if used != size:
+                raise FastPathMiss
+            values.update(value)
         o += size
-    return o
+    return values, o
+
+
+KnownFields = tuple[tuple[int, str, Any, Callable[[dict[str, Any], bytearray], None]], ...]
+"""A section's known fields in tag order: (tag, name, default, encoder of a one-field struct)."""
+
+
+def _write_tagged_fields(obj: dict[str, Any], out: bytearray, known: KnownFields) -> None:
+    """The tagged-field section of ``obj``: the known fields whose value is not the default."""
+    present = []
+    for tag, name, default, encode in known:
+        value = obj.get(name, default)
+        if value != default:
+            piece = bytearray()
+            encode({name: value}, piece)
+            present.append((tag, piece))
+    out += uvarint_bytes(len(present))
+    for tag, piece in present:
+        out += uvarint_bytes(tag)
+        out += uvarint_bytes(len(piece))
+        out += piece
 
 
 def _fixed_code(con: Construct) -> str | None:
@@ -135,6 +175,8 @@ class _Source:
             "_array_struct": _array_struct,
             "_read_uvarint": _read_uvarint,
             "_skip_tagged_fields": _skip_tagged_fields,
+            "_read_tagged_fields": _read_tagged_fields,
+            "_write_tagged_fields": _write_tagged_fields,
             "_uvarint_bytes": uvarint_bytes,
             "_UUID": uuid.UUID,
             "_Encoded": Encoded,
@@ -242,7 +284,14 @@ def _decode_struct(src: _Source, struct_con: KStruct) -> str:
             src.emit("if o + 16 > end: raise FastPathMiss")
             src.emit(f"{var} = _UUID(bytes=b[o:o + 16])")
             src.emit("o += 16")
-        elif con is TaggedFields:
+        elif isinstance(con, KTaggedFields) and con.fields:
+            run.flush()
+            values = src.name("t")
+            known = src.const({f.kafka_tag: compile_decoder(KStruct(f)) for f in con.fields}, "T")
+            defaults = src.const(con.defaults(), "D")
+            src.emit(f"{values}, o = _read_tagged_fields(b, o, {known}, {defaults})")
+            items += [(f.name, f"{values}[{f.name!r}]") for f in con.fields]
+        elif isinstance(con, KTaggedFields):
             run.flush()
             src.emit("if b[o]: o = _skip_tagged_fields(b, o)")
             src.emit("else: o += 1")
@@ -365,7 +414,13 @@ def _encode_struct(src: _Source, struct_con: KStruct, obj: str) -> None:
         code = _fixed_code(con)
         if code is not None:
             run.add(code, value)
-        elif con is TaggedFields:
+        elif isinstance(con, KTaggedFields) and con.fields:
+            run.flush()
+            known = tuple(
+                (f.kafka_tag, f.name, field_default(f), compile_encoder(KStruct(f))) for f in con.fields
+            )
+            src.emit(f"_write_tagged_fields({obj}, out, {src.const(known, 'T')})")
+        elif isinstance(con, KTaggedFields):
             run.add("x", None)
         elif con is Uuid:
             u = src.name("u")

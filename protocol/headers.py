@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from construct import Construct
 
-from protocol.api import ApiKey, ApiSpec
+from protocol.api import ApiKey, ApiSpec, WireDialect
 from protocol.types import Int16, Int32, KString, KStruct, TaggedFields, only
 
 
@@ -40,21 +40,21 @@ def response_header_schema(version: int) -> Construct:
     return KStruct("correlation_id" / Int32, *only(version >= 1, TaggedFields))
 
 
-def request_header_version(spec: ApiSpec, api_version: int) -> int:
+def request_header_version(spec: ApiSpec, api_version: int, dialect: WireDialect) -> int:
     """Flexible API versions use header v2; ControlledShutdown v0 alone uses v0; the rest v1."""
-    if api_version in spec.flexible_versions:
+    if spec.is_flexible(api_version, dialect):
         return 2
     if spec.key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 1
 
 
-def response_header_version(spec: ApiSpec, api_version: int) -> int:
+def response_header_version(spec: ApiSpec, api_version: int, dialect: WireDialect) -> int:
     """Flexible API versions use header v1, except ApiVersions, which always answers with v0.
 
     (ApiVersions stays on v0 so a client that sent a version the server does not know can still
     read the error in the response.)
     """
-    if api_version in spec.flexible_versions and spec.key != ApiKey.API_VERSIONS:
+    if spec.is_flexible(api_version, dialect) and spec.key != ApiKey.API_VERSIONS:
         return 1
     return 0

@@ -1,11 +1,12 @@
-"""Which APIs and versions this project implements, and the codec for each (built once, on first use)."""
+"""Which APIs and versions this project implements in each wire dialect, and the codec for each (built
+once, on first use)."""
 
 from __future__ import annotations
 
 import functools
 from typing import Literal
 
-from protocol.api import ApiSpec
+from protocol.api import DEFAULT_DIALECT, ApiSpec, WireDialect
 from protocol.errors import ProtocolError
 from protocol.headers import (
     request_header_schema,
@@ -99,8 +100,14 @@ APIS: dict[int, ApiSpec] = {
     )
 }
 
-SUPPORTED_VERSIONS: dict[int, tuple[int, ...]] = {spec.key: spec.versions for spec in APIS.values()}
-"""API key -> the versions implemented, for ApiVersions answers and version negotiation."""
+SUPPORTED_VERSIONS_BY_DIALECT: dict[WireDialect, dict[int, tuple[int, ...]]] = {
+    dialect: {spec.key: spec.versions_in(dialect) for spec in APIS.values()} for dialect in WireDialect
+}
+"""Dialect -> API key -> the versions implemented in it, ascending."""
+
+SUPPORTED_VERSIONS: dict[int, tuple[int, ...]] = SUPPORTED_VERSIONS_BY_DIALECT[DEFAULT_DIALECT]
+"""API key -> the versions implemented in the default (SEED) dialect, for ApiVersions answers and
+version negotiation."""
 
 Kind = Literal["request", "response"]
 
@@ -112,19 +119,45 @@ def api_spec(api_key: int) -> ApiSpec:
         raise ProtocolError(f"unknown API key {api_key}") from None
 
 
-def is_supported(api_key: int, api_version: int) -> bool:
-    spec = APIS.get(api_key)
-    return spec is not None and api_version in spec.versions
+def supported_versions(dialect: WireDialect = DEFAULT_DIALECT) -> dict[int, tuple[int, ...]]:
+    """API key -> the versions implemented in ``dialect``, ascending."""
+    return SUPPORTED_VERSIONS_BY_DIALECT[dialect]
+
+
+def is_supported(api_key: int, api_version: int, *, dialect: WireDialect = DEFAULT_DIALECT) -> bool:
+    return api_version in SUPPORTED_VERSIONS_BY_DIALECT[dialect].get(api_key, ())
+
+
+def layout_label(spec: ApiSpec, api_version: int, dialect: WireDialect) -> str:
+    """``LeaderAndIsr v5`` for Kafka's layouts, ``LeaderAndIsr v5 (seed)`` for the seed's."""
+    seed = " (seed)" if spec.is_seed_layout(api_version, dialect) else ""
+    return f"{spec.name} v{api_version}{seed}"
 
 
 @functools.cache
-def message_codec(api_key: int, api_version: int, kind: Kind) -> MessageCodec:
-    """The codec of one API version's request or response body."""
+def message_codec(
+    api_key: int, api_version: int, kind: Kind, dialect: WireDialect = DEFAULT_DIALECT
+) -> MessageCodec:
+    """The codec of one API version's request or response body in ``dialect``.
+
+    A version that means the same in both dialects gets the same codec object in both.
+    """
     spec = api_spec(api_key)
-    if api_version not in spec.versions:
-        raise ProtocolError(f"{spec.name} v{api_version} is not supported (supported: {spec.versions})")
-    schema = (spec.request if kind == "request" else spec.response)(api_version)
-    return MessageCodec(f"{spec.name} v{api_version} {kind}", schema)
+    supported = SUPPORTED_VERSIONS_BY_DIALECT[dialect][spec.key]
+    if api_version not in supported:
+        raise ProtocolError(
+            f"{spec.name} v{api_version} is not supported in the {dialect.name} dialect"
+            f" (supported: {supported})"
+        )
+    return _layout_codec(api_key, api_version, kind, spec.is_seed_layout(api_version, dialect))
+
+
+@functools.cache
+def _layout_codec(api_key: int, api_version: int, kind: Kind, seed: bool) -> MessageCodec:
+    spec = APIS[api_key]
+    dialect = WireDialect.SEED if seed else WireDialect.KAFKA
+    schema = spec.schema(api_version, kind, dialect)
+    return MessageCodec(f"{layout_label(spec, api_version, dialect)} {kind}", schema)
 
 
 @functools.cache
@@ -137,9 +170,13 @@ def response_header_codec_for(version: int) -> MessageCodec:
     return MessageCodec(f"response header v{version}", response_header_schema(version))
 
 
-def request_header_codec(api_key: int, api_version: int) -> MessageCodec:
-    return request_header_codec_for(request_header_version(api_spec(api_key), api_version))
+def request_header_codec(
+    api_key: int, api_version: int, dialect: WireDialect = DEFAULT_DIALECT
+) -> MessageCodec:
+    return request_header_codec_for(request_header_version(api_spec(api_key), api_version, dialect))
 
 
-def response_header_codec(api_key: int, api_version: int) -> MessageCodec:
-    return response_header_codec_for(response_header_version(api_spec(api_key), api_version))
+def response_header_codec(
+    api_key: int, api_version: int, dialect: WireDialect = DEFAULT_DIALECT
+) -> MessageCodec:
+    return response_header_codec_for(response_header_version(api_spec(api_key), api_version, dialect))

@@ -3,7 +3,7 @@
 Fixed-width integers and booleans are construct's own (big-endian, signed). The classes here add what
 Kafka needs on top: int16-length and compact strings, int32-length and compact byte strings (``bytes``
 and ``records``), int32-count and compact arrays, UUIDs and the tagged-field section of flexible
-versions. Each validates lengths and counts against the bytes that
+versions, with the tagged fields a version declares. Each validates lengths and counts against the bytes that
 remain *before* reading or allocating, so hostile input fails with a ``ConstructError`` naming the
 field path instead of a huge allocation or a raw ``IndexError``.
 
@@ -13,6 +13,7 @@ codec's edge, and it spares a conversion pass over large messages.
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -44,6 +45,7 @@ __all__ = [
     "KBytes",
     "KString",
     "KStruct",
+    "KTaggedFields",
     "Layout",
     "Schema",
     "TaggedFields",
@@ -54,6 +56,7 @@ __all__ = [
     "min_size",
     "only",
     "read_uvarint",
+    "tagged",
     "uvarint_bytes",
 ]
 
@@ -285,20 +288,32 @@ class _Uuid(Construct):
 Uuid = _Uuid()
 
 
-class _TaggedFields(Construct):
+class KTaggedFields(Construct):
     """The tagged-field section closing every struct of a flexible version.
 
-    None of the messages this codec implements defines a tagged field, so parsing validates the
-    section's framing and skips its content (as Kafka keeps unknown tags aside), and building writes
-    an empty section.
+    ``fields`` are the tagged fields the version declares (each made with :func:`tagged`): parsing
+    puts each into the enclosing struct's dict, its declared default when the tag is absent, and skips
+    unknown tags after validating the section's framing (as Kafka keeps them aside); building writes,
+    in ascending tag order, those whose value differs from the default (as Kafka's generated code does),
+    a missing key counting as the default. ``TaggedFields`` is the section with no known field.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *fields: Renamed) -> None:
         super().__init__()
         self.flagbuildnone = True
+        for field in fields:
+            if getattr(field, "kafka_tag", None) is None:
+                raise TypeError(f"{field!r} is not a tagged field")
+        self.fields: tuple[Renamed, ...] = tuple(sorted(fields, key=lambda f: f.kafka_tag))
+        self._by_tag: dict[int, Renamed] = {f.kafka_tag: f for f in self.fields}
 
-    def _parse(self, stream: Any, context: Any, path: str) -> None:
+    def defaults(self) -> dict[str, Any]:
+        """Each known field's name and declared default: what the section holds when it is empty."""
+        return {f.name: field_default(f) for f in self.fields}
+
+    def _parse(self, stream: Any, context: Any, path: str) -> dict[str, Any]:
         path = f"{path} -> _tagged_fields"
+        values = self.defaults()
         count = read_uvarint(stream, path)
         if count > _remaining(stream, path) // 2:
             raise WireError(f"tagged field count {count} cannot fit in the bytes left", path=path)
@@ -311,18 +326,52 @@ class _TaggedFields(Construct):
             size = read_uvarint(stream, path)
             if size > _remaining(stream, path):
                 raise WireError(f"tag {tag} size {size} exceeds the bytes left", path=path)
-            stream_read(stream, size, path)
-        return None
+            data: bytes = stream_read(stream, size, path)
+            field = self._by_tag.get(tag)
+            if field is not None:
+                values[field.name] = _parse_exactly(field, data, context, f"{path} -> {field.name}")
+        return values
 
-    def _build(self, obj: None, stream: Any, context: Any, path: str) -> None:
-        stream_write(stream, b"\x00", 1, path)
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> None:
+        given: dict[str, Any] = obj if isinstance(obj, dict) else {}
+        present = []
+        for field in self.fields:
+            default = field_default(field)
+            value = given.get(field.name, default)
+            if value != default:
+                piece = io.BytesIO()
+                field.subcon._build(value, piece, context, f"{path} -> {field.name}")
+                present.append((field.kafka_tag, piece.getvalue()))
+        out = bytearray(uvarint_bytes(len(present)))
+        for tag, data in present:
+            out += uvarint_bytes(tag) + uvarint_bytes(len(data)) + data
+        stream_write(stream, bytes(out), len(out), path)
         return None
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise ConstructError("a tagged-field section has no fixed size", path=path)
 
 
-TaggedFields = _TaggedFields()
+def _parse_exactly(field: Renamed, data: bytes, context: Any, path: str) -> Any:
+    """A tagged field's value from exactly the bytes its tag announced."""
+    stream = io.BytesIO(data)
+    value = field.subcon._parsereport(stream, context, path)
+    if stream.tell() != len(data):
+        raise WireError(f"{len(data) - stream.tell()} bytes left over in the tagged field", path=path)
+    return value
+
+
+TaggedFields = KTaggedFields()
+"""The tagged-field section of a struct that declares no tagged field."""
+
+
+def tagged(tag: int, field: Renamed, default: Any) -> Renamed:
+    """A tagged field (``"tag": N`` in Kafka's JSON spec), written where the spec lists it:
+    ``Layout.struct`` moves it into the struct's tagged-field section, and bodies carry it under its
+    name like any other field."""
+    field.kafka_tag = tag
+    field.kafka_default = default
+    return field
 
 
 class KStruct(Struct):
@@ -338,6 +387,8 @@ class KStruct(Struct):
             value = sc._parsereport(stream, context, path)
             if sc.name:
                 obj[sc.name] = value
+            elif isinstance(sc, KTaggedFields):
+                obj.update(value)
         return obj
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
@@ -345,7 +396,7 @@ class KStruct(Struct):
             raise WireError(f"expected a dict, got {type(obj).__name__}", path=path)
         for sc in self.subcons:
             if sc.name is None:
-                sc._build(None, stream, context, path)
+                sc._build(obj if isinstance(sc, KTaggedFields) else None, stream, context, path)
                 continue
             try:
                 value = obj[sc.name]
@@ -363,7 +414,7 @@ def min_size(con: Construct) -> int:
         return sum(min_size(sc) for sc in con.subcons)
     if isinstance(con, _LengthPrefixed):
         return 1 if con.compact else con.classic.sizeof()
-    if con is TaggedFields:
+    if isinstance(con, KTaggedFields):
         return 1
     if isinstance(con, FormatField) or con is Flag or con is Uuid:
         size: int = con.sizeof()
@@ -394,7 +445,15 @@ class Layout:
         return KArray(element, compact=self.flexible, nullable=nullable)
 
     def struct(self, *fields: Construct) -> KStruct:
-        return KStruct(*fields, TaggedFields) if self.flexible else KStruct(*fields)
+        """A struct of ``fields`` in spec order; flexible versions close it with the tagged-field
+        section, into which the fields made with :func:`tagged` move."""
+        if not self.flexible:
+            if any(getattr(f, "kafka_tag", None) is not None for f in fields):
+                raise TypeError("tagged fields exist only in flexible versions")
+            return KStruct(*fields)
+        plain = [f for f in fields if getattr(f, "kafka_tag", None) is None]
+        known = [f for f in fields if getattr(f, "kafka_tag", None) is not None]
+        return KStruct(*plain, KTaggedFields(*known) if known else TaggedFields)
 
 
 def only(condition: bool, *fields: Construct) -> tuple[Construct, ...]:
@@ -405,14 +464,14 @@ def only(condition: bool, *fields: Construct) -> tuple[Construct, ...]:
 def default(field: Renamed, value: Any) -> Renamed:
     """Record the default Kafka declares for a named field (``"default": "-1"`` in its JSON spec).
 
-    Only error responses read it (``protocol.error_response``): a client reads ``controller_id`` 0 or
+    Error responses read it (``protocol.error_response``): a client reads ``controller_id`` 0 or
     ``high_watermark`` 0 as real values, while -1 means "unknown", as Kafka's own error responses say.
-    The wire format does not change.
+    The wire format does not change (except for tagged fields, see :func:`tagged`).
     """
     field.kafka_default = value
     return field
 
 
 def field_default(field: Construct) -> Any | None:
-    """The default recorded by :func:`default`, or None when the field has none."""
+    """The default recorded by :func:`default` or :func:`tagged`, or None when the field has none."""
     return getattr(field, "kafka_default", None)

@@ -1,6 +1,8 @@
-"""AlterPartition (key 56) v0-v2, flexible in every version.
+"""AlterPartition (key 56) v0-v3, flexible in every version.
 
-v1 adds ``leader_recovery_state``; v2 names topics by id and may answer INELIGIBLE_REPLICA (KIP-841).
+v1 adds ``leader_recovery_state``; v2 names topics by id and may answer INELIGIBLE_REPLICA (KIP-841);
+v3 replaces ``new_isr`` with ``new_isr_with_epochs``, each ISR member with its broker epoch (KIP-903),
+and answers as v2 does.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from protocol.api import ApiKey, ApiSpec
 from protocol.types import Int8, Int16, Int32, Int64, Layout, Uuid, only
 
 FIRST_TOPIC_ID_VERSION = 2
+FIRST_ISR_EPOCHS_VERSION = 3
 
 
 def _topic_key(k: Layout, version: int) -> Construct:
@@ -22,7 +25,11 @@ def request(version: int) -> Construct:
     partition = k.struct(
         "partition_index" / Int32,
         "leader_epoch" / Int32,
-        "new_isr" / k.array(Int32),
+        *only(version < FIRST_ISR_EPOCHS_VERSION, "new_isr" / k.array(Int32)),
+        *only(
+            version >= FIRST_ISR_EPOCHS_VERSION,
+            "new_isr_with_epochs" / k.array(k.struct("broker_id" / Int32, "broker_epoch" / Int64)),
+        ),
         *only(version >= 1, "leader_recovery_state" / Int8),
         "partition_epoch" / Int32,
     )
@@ -54,8 +61,8 @@ def response(version: int) -> Construct:
 SPEC = ApiSpec(
     key=ApiKey.ALTER_PARTITION,
     name="AlterPartition",
-    versions=(0, 1, 2),
-    flexible_versions=frozenset({0, 1, 2}),
+    versions=(0, 1, 2, 3),
+    flexible_versions=frozenset({0, 1, 2, 3}),
     request=request,
     response=response,
 )

@@ -27,12 +27,17 @@ def test_the_committed_page_matches_the_codec_and_the_daemons(table: str) -> Non
 def test_every_api_of_the_codec_is_a_row_with_its_versions(table: str) -> None:
     rows = {int(line.split(" | ")[0].removeprefix("| ")): line for line in table.splitlines()[2:]}
     assert set(rows) == set(APIS)
-    assert "| 4 | LeaderAndIsr | 2, 5 | no | broker |" in rows[4] and "v5: seed variant" in rows[4]
-    assert "| 6 | UpdateMetadata | 5, 7 | no | broker |" in rows[6] and "v7: seed variant" in rows[6]
-    assert "| 5 | StopReplica | 1, 4 | no | broker |" in rows[5] and "v4: seed variant" in rows[5]
-    assert rows[0].startswith(f"| 0 | Produce | 3{DASH}8 | no | broker |")
-    assert rows[56].startswith(f"| 56 | AlterPartition | 0{DASH}2 | 0{DASH}2 | controller |")
-    assert rows[43].startswith(f"| 43 | ElectLeaders | 0{DASH}2 | 2 | broker, controller |")
+    # The columns: KAFKA dialect, SEED dialect (the seed's own layouts marked), flexible (Kafka's).
+    assert "| 4 | LeaderAndIsr | 2, 7 | 2, 5 (seed), 7 | 7 | broker |" in rows[4]
+    assert "| 6 | UpdateMetadata | 5, 8 | 5, 7 (seed), 8 | 8 | broker |" in rows[6]
+    assert "| 5 | StopReplica | 1, 4 | 1, 4 (seed) | 4 | broker |" in rows[5]
+    for key, seed in ((4, 5), (6, 7), (5, 4)):
+        assert f"v{seed} (seed): seed 002's variant" in rows[key]
+    assert "v4: Apache Kafka's, KAFKA dialect only, what Kafka 3.9 sends" in rows[5]
+    assert rows[0].startswith(f"| 0 | Produce | 3{DASH}8 | 3{DASH}8 | no | broker |")
+    assert rows[7].startswith(f"| 7 | ControlledShutdown | 2{DASH}3 | 2{DASH}3 | 3 | controller |")
+    assert rows[56].startswith(f"| 56 | AlterPartition | 0{DASH}3 | 0{DASH}3 | 0{DASH}3 | controller |")
+    assert rows[43].startswith(f"| 43 | ElectLeaders | 0{DASH}2 | 0{DASH}2 | 2 | broker, controller |")
     assert "SASL listeners" in rows[17] and "SASL listeners" in rows[36]
 
 
@@ -41,6 +46,8 @@ def test_versions_are_written_as_runs() -> None:
     assert api_reference.versions_cell([5, 2]) == "2, 5"
     assert api_reference.versions_cell([0, 1, 2, 7]) == f"0{DASH}2, 7"
     assert api_reference.versions_cell([0]) == "0"
+    assert api_reference.versions_cell([2, 5, 7], seed={5}) == "2, 5 (seed), 7"
+    assert api_reference.versions_cell([3, 4, 5, 6], seed={4}) == f"3, 4 (seed), 5{DASH}6"
 
 
 def test_a_page_without_its_markers_is_an_error_not_a_silent_no_op() -> None:

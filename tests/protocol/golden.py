@@ -13,8 +13,9 @@ The hex goldens double as a check of the helpers (``test_helpers_agree_with_hand
 
 API keys: LeaderAndIsr 4, StopReplica 5, UpdateMetadata 6, ControlledShutdown 7, AlterPartition 56.
 Non-flexible versions: request header v1 / response header v0, int16-length strings, int32-count arrays.
-Flexible (AlterPartition, all versions): request header v2 / response header v1, compact strings and
-arrays (unsigned varint length+1) and an empty tagged-field section (0x00) after every struct.
+Flexible (AlterPartition, all versions, and the versions Kafka 3.9 sends, in
+:mod:`tests.protocol.golden_kafka39`): request header v2 / response header v1, compact strings and
+arrays (unsigned varint length+1) and a tagged-field section (0x00 when empty) after every struct.
 The data-plane goldens (``test_golden_data_plane*.py``) write whole frames in hex with ``hex_frame``.
 """
 
@@ -147,6 +148,23 @@ def request_frame(
 def response_frame(api_key: int, correlation_id: int, body: bytes) -> bytes:
     hdr = resp_header_v1 if api_key in FLEXIBLE_APIS else resp_header_v0
     return frame(hdr(correlation_id) + body)
+
+
+def flexible_request_frame(
+    api_key: int, version: int, correlation_id: int, client_id: str | None, body: bytes
+) -> bytes:
+    """A request frame of any flexible version: request header v2, then ``body``."""
+    return frame(req_header_v2(api_key, version, correlation_id, client_id) + body)
+
+
+def flexible_response_frame(correlation_id: int, body: bytes) -> bytes:
+    """A response frame of any flexible version: response header v1, then ``body``."""
+    return frame(resp_header_v1(correlation_id) + body)
+
+
+def cns(text: str | None) -> bytes:
+    """COMPACT_NULLABLE_STRING: 0 for null."""
+    return b"\x00" if text is None else cs(text)
 
 
 def norm(x):

@@ -8,15 +8,27 @@ from construct import Construct, Flag, FormatField, Renamed
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from protocol import DEFAULT_DIALECT, WireDialect
 from protocol.registry import APIS
-from protocol.types import KArray, KBytes, KString, KStruct, TaggedFields, Uuid
+from protocol.types import KArray, KBytes, KString, KStruct, KTaggedFields, Uuid
 
-ALL_MESSAGES: list[tuple[int, int, str]] = [
-    (int(spec.key), version, kind)
-    for spec in APIS.values()
-    for version in spec.versions
-    for kind in ("request", "response")
+ALL_MESSAGES: list[tuple[int, int, str, WireDialect]] = [
+    *(
+        (int(spec.key), version, kind, DEFAULT_DIALECT)
+        for spec in APIS.values()
+        for version in spec.versions_in(DEFAULT_DIALECT)
+        for kind in ("request", "response")
+    ),
+    *(
+        (int(spec.key), version, kind, WireDialect.KAFKA)
+        for spec in APIS.values()
+        for version in spec.versions
+        if spec.is_seed_layout(version, DEFAULT_DIALECT)
+        for kind in ("request", "response")
+    ),
 ]
+"""Every distinct message layout, as (API key, version, kind, dialect): every version of the default
+(SEED) dialect, then Kafka's layouts of the numbers the seed gives its own (StopReplica v4)."""
 
 
 MESSAGE_EXAMPLES_DIVISOR = 12
@@ -25,8 +37,12 @@ per_message = settings(max_examples=max(5, settings.default.max_examples // MESS
 """Settings for a test run once per message version: the profile's budget, shared out (see conftest)."""
 
 
-def message_id(case: tuple[int, int, str]) -> str:
-    key, version, kind = case
+def message_id(case: tuple[int, int, str] | tuple[int, int, str, WireDialect]) -> str:
+    key, version, kind = case[:3]
+    dialect = case[3] if len(case) > 3 else DEFAULT_DIALECT
+    if APIS[key].seed is not None and version in APIS[key].versions_in(dialect):
+        origin = "seed" if APIS[key].is_seed_layout(version, dialect) else "kafka"
+        return f"{APIS[key].name}-v{version}-{origin}-{kind}"
     return f"{APIS[key].name}-v{version}-{kind}"
 
 
@@ -60,10 +76,10 @@ def body_strategy(
         return _array_strategy(con, max_items, int_items)
     if isinstance(con, KStruct):
         fields = {
-            sc.name: body_strategy(sc, max_items, int_items)
-            for sc in con.subcons
-            if sc is not TaggedFields and sc.name is not None
+            sc.name: body_strategy(sc, max_items, int_items) for sc in con.subcons if sc.name is not None
         }
+        for section in (sc for sc in con.subcons if isinstance(sc, KTaggedFields)):
+            fields.update({f.name: body_strategy(f, max_items, int_items) for f in section.fields})
         return st.fixed_dictionaries(fields)
     raise TypeError(f"no strategy for {con!r}")
 

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import protocol
+from protocol import DEFAULT_DIALECT, WireDialect
 from protocol.registry import SUPPORTED_VERSIONS, message_codec
 from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id, per_message
 from tests.support.raw_client import raw_frame
@@ -17,9 +18,9 @@ from tests.support.raw_client import raw_frame
 KNOWN_KEYS = [int(k) for k in SUPPORTED_VERSIONS]
 
 
-def _decode_or_protocol_error(frame: bytes) -> None:
+def _decode_or_protocol_error(frame: bytes, dialect: WireDialect = DEFAULT_DIALECT) -> None:
     with contextlib.suppress(protocol.ProtocolError):
-        protocol.decode_request(frame)
+        protocol.decode_request(frame, dialect=dialect)
 
 
 @given(st.binary(max_size=256))
@@ -39,11 +40,11 @@ def test_random_payload_behind_a_plausible_header(api_key: int, api_version: int
 @pytest.mark.parametrize("case", [c for c in ALL_MESSAGES if c[2] == "request"], ids=message_id)
 @per_message
 @given(data=st.data())
-def test_mutated_valid_requests(case: tuple[int, int, str], data: st.DataObject) -> None:
+def test_mutated_valid_requests(case: tuple[int, int, str, WireDialect], data: st.DataObject) -> None:
     """Flip, insert, delete and truncate bytes of a real request, fixing the size prefix or not."""
-    api_key, version, _ = case
-    body = data.draw(body_strategy(message_codec(api_key, version, "request").schema))
-    payload = bytearray(protocol.encode_request(api_key, version, 7, "fuzz", body)[4:])
+    api_key, version, _, dialect = case
+    body = data.draw(body_strategy(message_codec(api_key, version, "request", dialect).schema))
+    payload = bytearray(protocol.encode_request(api_key, version, 7, "fuzz", body, dialect=dialect)[4:])
     for _ in range(data.draw(st.integers(1, 5))):
         op = data.draw(st.sampled_from(["flip", "insert", "delete", "truncate", "huge-count"]))
         at = data.draw(st.integers(0, len(payload)))
@@ -62,16 +63,16 @@ def test_mutated_valid_requests(case: tuple[int, int, str], data: st.DataObject)
     frame = raw_frame(bytes(payload))
     if data.draw(st.booleans()):
         frame = struct.pack(">i", data.draw(st.integers(-(2**31), 2**31 - 1))) + frame[4:]
-    _decode_or_protocol_error(frame)
+    _decode_or_protocol_error(frame, dialect)
 
 
 @pytest.mark.parametrize("case", [c for c in ALL_MESSAGES if c[2] == "response"], ids=message_id)
 @per_message
 @given(tail=st.binary(max_size=200))
-def test_random_responses(case: tuple[int, int, str], tail: bytes) -> None:
-    api_key, version, _ = case
+def test_random_responses(case: tuple[int, int, str, WireDialect], tail: bytes) -> None:
+    api_key, version, _, dialect = case
     with contextlib.suppress(protocol.ProtocolError):
-        protocol.decode_response(api_key, version, raw_frame(tail))
+        protocol.decode_response(api_key, version, raw_frame(tail), dialect=dialect)
 
 
 def test_unknown_api_key_is_a_protocol_error_not_an_unsupported_version() -> None:

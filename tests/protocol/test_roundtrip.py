@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import protocol
+from protocol import WireDialect
 from protocol.message_codec import MessageCodec
 from protocol.registry import message_codec, request_header_codec_for, response_header_codec_for
 from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id, per_message
@@ -18,14 +19,14 @@ correlation_ids = st.integers(-(2**31), 2**31 - 1)
 @pytest.mark.parametrize("case", ALL_MESSAGES, ids=message_id)
 @per_message
 @given(data=st.data())
-def test_frame_round_trip(case: tuple[int, int, str], data: st.DataObject) -> None:
-    api_key, version, kind = case
-    body = data.draw(body_strategy(message_codec(api_key, version, kind).schema))
+def test_frame_round_trip(case: tuple[int, int, str, WireDialect], data: st.DataObject) -> None:
+    api_key, version, kind, dialect = case
+    body = data.draw(body_strategy(message_codec(api_key, version, kind, dialect).schema))
     correlation_id = data.draw(correlation_ids)
     if kind == "request":
         client_id = data.draw(client_ids)
-        frame = protocol.encode_request(api_key, version, correlation_id, client_id, body)
-        header, decoded = protocol.decode_request(frame)
+        frame = protocol.encode_request(api_key, version, correlation_id, client_id, body, dialect=dialect)
+        header, decoded = protocol.decode_request(frame, dialect=dialect)
         assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (
             api_key,
             version,
@@ -33,8 +34,8 @@ def test_frame_round_trip(case: tuple[int, int, str], data: st.DataObject) -> No
             client_id,
         )
     else:
-        frame = protocol.encode_response(api_key, version, correlation_id, body)
-        got_correlation_id, decoded = protocol.decode_response(api_key, version, frame)
+        frame = protocol.encode_response(api_key, version, correlation_id, body, dialect=dialect)
+        got_correlation_id, decoded = protocol.decode_response(api_key, version, frame, dialect=dialect)
         assert got_correlation_id == correlation_id
     assert decoded == body
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
@@ -44,15 +45,18 @@ def test_frame_round_trip(case: tuple[int, int, str], data: st.DataObject) -> No
 @per_message
 @given(data=st.data())
 def test_header_and_body_encoded_apart_equal_one_frame(
-    case: tuple[int, int, str], data: st.DataObject
+    case: tuple[int, int, str, WireDialect], data: st.DataObject
 ) -> None:
     """The encode-once path (one body, a header per broker) yields the same bytes as encode_request."""
-    api_key, version, _ = case
-    body = data.draw(body_strategy(message_codec(api_key, version, "request").schema))
+    api_key, version, _, dialect = case
+    body = data.draw(body_strategy(message_codec(api_key, version, "request", dialect).schema))
     correlation_id, client_id = data.draw(correlation_ids), data.draw(client_ids)
-    shared = protocol.encode_request_body(api_key, version, body)
-    head = protocol.encode_request_header(api_key, version, correlation_id, client_id, len(shared))
-    assert head + shared == protocol.encode_request(api_key, version, correlation_id, client_id, body)
+    shared = protocol.encode_request_body(api_key, version, body, dialect=dialect)
+    head = protocol.encode_request_header(
+        api_key, version, correlation_id, client_id, len(shared), dialect=dialect
+    )
+    whole = protocol.encode_request(api_key, version, correlation_id, client_id, body, dialect=dialect)
+    assert head + shared == whole
 
 
 def test_seed_versions_carry_max_broker_epoch_where_kip380_versions_carry_broker_epoch() -> None:
