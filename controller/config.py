@@ -1,21 +1,14 @@
 """The controller daemon's configuration: Kafka's key names, defaults and checks.
 
-``inter.broker.protocol.version`` chooses the control-request versions. Broker epochs exist from
-2.2 (KIP-380); from ``2.3-IV2`` (the version that introduced the cached UpdateMetadata, seed 002)
-requests carry the cluster's ``max_broker_epoch`` instead of each broker's own epoch:
-
-=========================================  ==========================================================
-``2.2``, ``2.2-IV0``, ``2.2-IV1``,          per-broker epochs: LeaderAndIsr v2, UpdateMetadata v5,
-``2.3-IV0``, ``2.3-IV1``                    StopReplica v1 (byte-identical to Apache Kafka)
-``2.3-IV2`` (default), ``2.3``, ``2.4``     max-broker-epoch: the seed's LeaderAndIsr v5,
-and later                                   UpdateMetadata v7, StopReplica v4
-=========================================  ==========================================================
+``inter.broker.protocol.version`` chooses the control-request versions, in one place for both daemons:
+``protocol/ibp.py`` (``2.2``: Kafka's per-broker-epoch versions; ``2.3-IV2``, the default, to ``3.3``:
+the seed's ``max_broker_epoch`` variants; ``3.4`` to ``3.9``: Apache Kafka 3.9's wire, for clusters
+shared with Kafka brokers). ``docs/protocol.md`` has the table.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -39,6 +32,7 @@ from daemon.config import (
     load_config,
     parse_listeners,
 )
+from protocol.ibp import DEFAULT_IBP, ControlWire, control_wire
 from security.config import (
     LISTENER_SECURITY_PROTOCOL_MAP,
     PROTOCOLS,
@@ -53,23 +47,13 @@ from zkstore.client_config import ZOOKEEPER_SECURITY_KEYS, zk_security_from_load
 from zkstore.security import ZkSecurity
 from zkstore.znodes import Endpoint
 
-DEFAULT_IBP = "2.3-IV2"
-
-_IBP = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)(?:\.\d+)?(?:-IV(?P<iv>\d+))?")
-
 
 def epoch_protocol_for(ibp: str) -> EpochProtocol:
-    """Map an ``inter.broker.protocol.version`` to the epoch protocol; ValueError if it predates epochs."""
-    match = _IBP.fullmatch(ibp.strip())
-    if match is None:
-        raise ValueError("expected a version such as 2.2, 2.3-IV1 or 2.3-IV2")
-    major, minor = int(match["major"]), int(match["minor"])
-    iv = None if match["iv"] is None else int(match["iv"])
-    if (major, minor) < (2, 2):
-        raise ValueError("broker epochs (KIP-380) need 2.2 or later")
-    if (major, minor) == (2, 2) or ((major, minor) == (2, 3) and iv is not None and iv < 2):
-        return EpochProtocol.PER_BROKER
-    return EpochProtocol.MAX_BROKER_EPOCH
+    """Which epoch field control requests carry at ``ibp`` (:func:`protocol.ibp.control_wire` decides);
+    ValueError if it has no wire."""
+    if control_wire(ibp).max_broker_epoch:
+        return EpochProtocol.MAX_BROKER_EPOCH
+    return EpochProtocol.PER_BROKER
 
 
 def _check_ibp(value: str) -> None:
@@ -196,6 +180,8 @@ class ControllerConfig:
     inter_broker_listener_name: str
     inter_broker_protocol_version: str
     epoch_protocol: EpochProtocol
+    control_wire: ControlWire
+    """The control-plane versions and dialect of ``inter_broker_protocol_version`` (protocol/ibp.py)."""
     auto_leader_rebalance_enable: bool
     leader_imbalance_per_broker_percentage: int
     leader_imbalance_check_interval_s: float
@@ -258,6 +244,7 @@ def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
         inter_broker_listener_name=loaded["inter.broker.listener.name"].upper(),
         inter_broker_protocol_version=loaded["inter.broker.protocol.version"],
         epoch_protocol=epoch_protocol_for(loaded["inter.broker.protocol.version"]),
+        control_wire=control_wire(loaded["inter.broker.protocol.version"]),
         auto_leader_rebalance_enable=loaded["auto.leader.rebalance.enable"],
         leader_imbalance_per_broker_percentage=loaded["leader.imbalance.per.broker.percentage"],
         leader_imbalance_check_interval_s=float(loaded["leader.imbalance.check.interval.seconds"]),
