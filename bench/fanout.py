@@ -131,7 +131,7 @@ async def measure(mode: str, ports: list[int], partitions: int) -> dict[str, Any
     stall_before = cpu_stall_us()
     started = time.perf_counter()
 
-    batch = RequestBatch(ctx, MODES[mode], "PLAINTEXT")
+    batch = RequestBatch(ctx, MODES[mode].wire, "PLAINTEXT")
     batch.add_update_metadata(targets, ctx.all_partitions())
     requests = batch.build()
     built = time.perf_counter()

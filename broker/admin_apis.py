@@ -324,11 +324,13 @@ class AdminApis:
         current = self.cache.snapshot.topics.get(name)
         if current is None:
             raise AdminFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        if count <= len(current):
+        if count < len(current):
             raise AdminFailure(
                 ErrorCode.INVALID_PARTITIONS,
                 f"Topic currently has {len(current)} partitions, which is higher than the requested {count}.",
             )
+        if count == len(current):
+            raise AdminFailure(ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partitions.")
         assignments = topic["assignments"]
         if assignments is not None and len(assignments) != count - len(current):
             raise AdminFailure(

@@ -1,10 +1,14 @@
 """ISR changes this broker's leaders propose, sent to the active controller (Kafka's AlterPartitionManager).
 
-At most one AlterPartition v2 is in flight; what leaders propose meanwhile waits and goes in the next
+At most one AlterPartition is in flight; what leaders propose meanwhile waits and goes in the next
 one, one entry per partition (a partition has at most one proposal pending, see ``Partition``). The
-request names topics by id (v2), read from ``/brokers/topics/T`` and kept until the topic is deleted
-(StopReplica with delete) or the controller answers UNKNOWN_TOPIC_ID, and carries this broker's
-epoch, so a controller can fence a leader from an earlier registration.
+version is the wire's (``inter.broker.protocol.version``): v2, or v3 (KIP-903) from IBP 3.5-IV1, whose
+ISR names each member with its broker epoch; as Kafka's brokers in ZooKeeper mode do, every member's
+is -1 ("unknown": UpdateMetadata carries no broker epochs), and the controller checks only the
+sender's. The request names topics by id: the one the partition's LeaderAndIsr gave (Kafka's v5+), else
+read from ``/brokers/topics/T`` and kept until the topic is deleted (StopReplica with delete) or the
+controller answers UNKNOWN_TOPIC_ID; it carries this broker's epoch, so a controller can fence a
+leader from an earlier registration.
 
 Each partition's answer goes back to the replica manager: NONE commits the ISR the controller
 returns; INELIGIBLE_REPLICA (KIP-841) and the other refusals drop the proposal, so the leader goes on
@@ -35,6 +39,9 @@ from zkstore.znodes import TopicPartition
 log = logging.getLogger("broker.alter_partition")
 
 ALTER_PARTITION_VERSION = 2
+"""The version sent at the default IBP (``protocol.ibp.control_wire``)."""
+FIRST_ISR_EPOCHS_VERSION = 3
+UNKNOWN_BROKER_EPOCH = -1
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,8 @@ class Proposal:
     leader_epoch: int
     new_isr: tuple[int, ...]
     partition_epoch: int
+    topic_id: uuid.UUID | None = None
+    """The id the partition's LeaderAndIsr named; None: read it from ZooKeeper."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +74,11 @@ class AlterPartitionManager:
         *,
         timeout_s: float = 30.0,
         retry_backoff_s: float = 0.1,
+        version: int = ALTER_PARTITION_VERSION,
     ) -> None:
         self.zk = zk
+        self.version = version
+        """The AlterPartition version sent (2 or 3: ``control_wire(ibp).alter_partition``)."""
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.controller_endpoint = controller_endpoint
@@ -164,7 +176,7 @@ class AlterPartitionManager:
         by_topic: dict[uuid.UUID, list[Proposal]] = {}
         names: dict[uuid.UUID, str] = {}
         for proposal in batch.values():
-            topic_id = await self._topic_id(proposal.tp.topic)
+            topic_id = proposal.topic_id or await self._topic_id(proposal.tp.topic)
             if topic_id is None:  # the controller has not given the topic an id yet
                 raise _Retry(f"no topic id for {proposal.tp.topic} yet")
             by_topic.setdefault(topic_id, []).append(proposal)
@@ -175,25 +187,33 @@ class AlterPartitionManager:
             "topics": [
                 {
                     "topic_id": topic_id,
-                    "partitions": [
-                        {
-                            "partition_index": p.tp.partition,
-                            "leader_epoch": p.leader_epoch,
-                            "new_isr": list(p.new_isr),
-                            "leader_recovery_state": 0,
-                            "partition_epoch": p.partition_epoch,
-                        }
-                        for p in proposals
-                    ],
+                    "partitions": [self._partition(p) for p in proposals],
                 }
                 for topic_id, proposals in by_topic.items()
             ],
         }
         connection = await self._connect()
         _, response = await connection.send(
-            ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body, timeout=self.timeout_s
+            ApiKey.ALTER_PARTITION, self.version, body, timeout=self.timeout_s
         )
         self._settle(batch, names, response)
+
+    def _partition(self, proposal: Proposal) -> dict[str, Any]:
+        """One partition's entry: the ISR as ``new_isr`` (v2) or with each member's epoch (v3, all -1,
+        as Kafka's ZooKeeper-mode brokers send); the leader has recovered (KIP-704)."""
+        isr: dict[str, Any]
+        if self.version >= FIRST_ISR_EPOCHS_VERSION:
+            members = [{"broker_id": r, "broker_epoch": UNKNOWN_BROKER_EPOCH} for r in proposal.new_isr]
+            isr = {"new_isr_with_epochs": members}
+        else:
+            isr = {"new_isr": list(proposal.new_isr)}
+        return {
+            "partition_index": proposal.tp.partition,
+            "leader_epoch": proposal.leader_epoch,
+            **isr,
+            "leader_recovery_state": 0,
+            "partition_epoch": proposal.partition_epoch,
+        }
 
     def _settle(
         self, batch: dict[TopicPartition, Proposal], names: dict[uuid.UUID, str], response: dict[str, Any]

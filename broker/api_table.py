@@ -13,7 +13,7 @@ from broker.acl_apis import AclApis
 from broker.admin_apis import AdminApis
 from broker.apis import Handler
 from broker.config_apis import ConfigApis
-from broker.fetch import FetchApi
+from broker.fetch_versions import FlexibleFetch
 from broker.forwarded_admin import ForwardedAdminApis
 from broker.group.apis import GroupApis
 from broker.metadata_api import MetadataApis
@@ -31,7 +31,8 @@ class DataApis:
     metadata: MetadataApis
     offsets: OffsetsApi
     produce: ProduceApi
-    fetch: FetchApi
+    fetch: FlexibleFetch
+    """Fetch of every version: v12+ (Kafka's followers) read into v11's form for ``FetchApi``."""
     groups: GroupApis
     init_producer_id: Handler
     admin: AdminApis

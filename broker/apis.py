@@ -5,9 +5,16 @@ Control requests are checked as Apache Kafka checks them (reference §4.1), brok
 * per-broker versions (LeaderAndIsr v2, UpdateMetadata v5, StopReplica v1): ``broker_epoch`` older
   than this broker's epoch is STALE_BROKER_EPOCH; -1 (unknown) and newer are accepted;
 * the seed's max-epoch versions (v5 / v7 / v4): rejected iff ``max_broker_epoch`` is below this
-  broker's epoch (-1 included: it has no "unknown" meaning there).
+  broker's epoch (-1 included: it has no "unknown" meaning there);
+* Apache Kafka 3.9's versions (LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4): KIP-380's
+  per-broker rule, and a request that says it comes from a KRaft controller (``is_kraft_controller``,
+  a ZooKeeper migration this broker takes no part in) is refused with UNKNOWN_SERVER_ERROR, the
+  answer of a Kafka broker without ``zookeeper.metadata.migration.enable``.
 
-Both are accepted at any time, so a cluster can switch protocols one controller restart at a time.
+Which layout a version number names is the broker's wire dialect (``inter.broker.protocol.version``,
+``protocol/ibp.py``): every control request is read, and answered, in it. In the SEED dialect (the
+default) both epoch forms are accepted at any time, so a cluster can switch protocols one controller
+restart at a time.
 """
 
 from __future__ import annotations
@@ -20,6 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.authorization import Denial, RequestAuthorizer
+from broker.control_requests import (
+    answers_by_topic_id,
+    control_error,
+    from_kraft_controller,
+    leader_and_isr_answer,
+    leader_and_isr_orders,
+    stop_replica_answer,
+    stop_replica_orders,
+)
 from broker.controller_guard import ControllerEpochGuard
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
@@ -27,17 +43,19 @@ from broker.request_channel import Close, Outcome, Request, Result
 from daemon.eventlog import EventLog
 from protocol import (
     CONTROL_APIS,
-    SUPPORTED_VERSIONS,
+    DEFAULT_DIALECT,
     UNKNOWN_BROKER_EPOCH,
     ApiKey,
     ErrorCode,
     ProtocolError,
     RequestHeader,
     UnsupportedVersionError,
+    WireDialect,
     encode_response,
     epoch_field,
     error_response_body,
     message_codec,
+    supported_versions,
 )
 from protocol.registry import api_spec
 
@@ -50,16 +68,32 @@ Handler = Callable[["Request", dict[str, Any]], Reply]
 """A request handler: the request (header, listener, peer) and its decoded body -> its reply."""
 
 
-def api_versions_entries(api_keys: Collection[int]) -> list[dict[str, int]]:
-    """ApiVersions' list for the APIs served: each with the oldest and newest version implemented."""
+ADVERTISED_MAX_VERSIONS: dict[int, int] = {
+    ApiKey.FETCH: 11,
+    ApiKey.LIST_OFFSETS: 5,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: 3,
+}
+"""Versions served but not offered to clients: the flexible ones of the replication APIs, for Apache
+Kafka's replica fetchers, which name their versions from their IBP without asking (Fetch v17,
+ListOffsets v9 and OffsetForLeaderEpoch v4 at IBP 3.9; ``broker/fetch_versions.py``). Clients keep
+the versions they negotiated before: one on Fetch v13+ would name topics by id, which it learns from
+Metadata v10+, not served here, and ListOffsets v7+ may ask for timestamps (-3, -4, -5) not served."""
+
+
+def api_versions_entries(
+    api_keys: Collection[int], dialect: WireDialect = DEFAULT_DIALECT
+) -> list[dict[str, int]]:
+    """ApiVersions' list for the APIs served: each with the oldest and newest version implemented in
+    ``dialect`` (the broker's wire dialect), up to ``ADVERTISED_MAX_VERSIONS``."""
+    versions = supported_versions(dialect)
     return [
         {
             "api_key": int(k),
-            "min_version": min(SUPPORTED_VERSIONS[k]),
-            "max_version": max(SUPPORTED_VERSIONS[k]),
+            "min_version": min(versions[k]),
+            "max_version": min(max(versions[k]), ADVERTISED_MAX_VERSIONS.get(k, max(versions[k]))),
         }
         for k in sorted(api_keys)
-        if k in SUPPORTED_VERSIONS
+        if k in versions
     ]
 
 
@@ -71,33 +105,25 @@ class BrokerIdentity:
     epoch: int = UNKNOWN_BROKER_EPOCH
 
 
-def broker_epoch_is_stale(api_key: int, version: int, body: dict[str, Any], own_epoch: int) -> bool:
-    """Whether a control request is meant for an earlier registration of this broker.
+def broker_epoch_is_stale(
+    api_key: int,
+    version: int,
+    body: dict[str, Any],
+    own_epoch: int,
+    dialect: WireDialect = DEFAULT_DIALECT,
+) -> bool:
+    """Whether a control request (read in ``dialect``) is meant for an earlier registration of this broker.
 
     KIP-380's ``broker_epoch``: older than ours, except -1, which a controller that predates KIP-380
     leaves there. Seed 002's ``max_broker_epoch``: older than ours, no exception; it is the maximum
     of the live brokers' epochs, which a controller sending these versions always knows, so a -1
     has no legitimate sender and accepting it would let any request past the fence.
     """
-    field = epoch_field(ApiKey(api_key), version)
+    field = epoch_field(ApiKey(api_key), version, dialect)
     epoch: int = body[field]
     if field == "max_broker_epoch":
         return epoch < own_epoch
     return epoch != UNKNOWN_BROKER_EPOCH and epoch < own_epoch
-
-
-def control_error(api_key: int, body: dict[str, Any], code: ErrorCode) -> dict[str, Any]:
-    """A control request refused as a whole: LeaderAndIsr also names every partition it carried."""
-    if api_key == ApiKey.LEADER_AND_ISR:
-        errors = [
-            {"topic_name": t["topic_name"], "partition_index": s["partition_index"], "error_code": code}
-            for t in body["topic_states"]
-            for s in t["partition_states"]
-        ]
-        return {"error_code": code, "partition_errors": errors}
-    if api_key == ApiKey.STOP_REPLICA:
-        return {"error_code": code, "partition_errors": []}
-    return {"error_code": code}
 
 
 class KafkaApis:
@@ -113,8 +139,11 @@ class KafkaApis:
         guard: ControllerEpochGuard | None = None,
         authorization: RequestAuthorizer | None = None,
         on_denied: Callable[[Request, Denial], None] | None = None,
+        dialect: WireDialect = DEFAULT_DIALECT,
     ) -> None:
         self.identity = identity
+        self.dialect = dialect
+        """The wire dialect of ``inter.broker.protocol.version``: requests are read and answered in it."""
         self.authorization = authorization
         """The ACL checks each request passes before its handler runs (None: no authorizer)."""
         self.on_denied = on_denied
@@ -149,7 +178,7 @@ class KafkaApis:
         if handler is None:
             return Close(f"API key {header.api_key} is not served by this broker")
         try:
-            body = message_codec(header.api_key, header.api_version, "request").decode(
+            body = message_codec(header.api_key, header.api_version, "request", self.dialect).decode(
                 request.frame, request.body_offset
             )
         except ProtocolError as exc:
@@ -202,7 +231,7 @@ class KafkaApis:
             request.finish = gate.finish
         request.describable = gate.describable
         if gate.refusal is not None and header.api_key in CONTROL_APIS:
-            return control_error(header.api_key, body, gate.refusal["error_code"]), body
+            return self._control_error(request, body, gate.refusal["error_code"]), body
         return gate.refusal, gate.body
 
     def _encode(self, request: Request, response: dict[str, Any]) -> bytes:
@@ -211,7 +240,9 @@ class KafkaApis:
         header = request.header
         if self.on_handled is not None:
             self.on_handled(request, response.get("error_code", ErrorCode.NONE))
-        return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        return encode_response(
+            header.api_key, header.api_version, header.correlation_id, response, dialect=self.dialect
+        )
 
     def _when_done(self, request: Request, reply: Future[dict[str, Any]]) -> Future[Result]:
         """The encoded response once a waiting request completes (on whichever thread completes it)."""
@@ -231,18 +262,18 @@ class KafkaApis:
         """ApiVersions' answer, as given to a SASL client before it has authenticated."""
         body = {
             "error_code": ErrorCode.NONE,
-            "api_keys": api_versions_entries(self.api_keys),
+            "api_keys": api_versions_entries(self.api_keys, self.dialect),
             "throttle_time_ms": 0,
         }
         return encode_response(header.api_key, header.api_version, header.correlation_id, body)
 
     def unsupported_version_response(self, exc: UnsupportedVersionError) -> bytes:
         """UNSUPPORTED_VERSION in the API's oldest layout; for ApiVersions, with what is supported."""
-        version = min(SUPPORTED_VERSIONS[ApiKey(exc.api_key)])
-        body = error_response_body(exc.api_key, version, ErrorCode.UNSUPPORTED_VERSION)
+        version = min(supported_versions(self.dialect)[ApiKey(exc.api_key)])
+        body = error_response_body(exc.api_key, version, ErrorCode.UNSUPPORTED_VERSION, dialect=self.dialect)
         if exc.api_key == ApiKey.API_VERSIONS:
-            body["api_keys"] = api_versions_entries(self.api_keys)
-        return encode_response(exc.api_key, version, exc.correlation_id, body)
+            body["api_keys"] = api_versions_entries(self.api_keys, self.dialect)
+        return encode_response(exc.api_key, version, exc.correlation_id, body, dialect=self.dialect)
 
     @staticmethod
     def _sasl_after_authentication(request: Request, body: dict[str, Any]) -> dict[str, Any]:
@@ -254,10 +285,27 @@ class KafkaApis:
 
     # -- control requests
 
-    @staticmethod
-    def _stale_epoch(request: Request, body: dict[str, Any]) -> bool:
+    def _refusal(self, request: Request, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The whole request's refusal before it is applied: from a KRaft controller, or for an earlier
+        registration of this broker (Kafka's ``isBrokerEpochStale``, which also throws for the first)."""
         header = request.header
-        return broker_epoch_is_stale(header.api_key, header.api_version, body, request.own_epoch)
+        if from_kraft_controller(body):
+            log.warning(
+                "%s v%d (correlation id %d) from KRaft controller %d refused: no ZooKeeper migration here",
+                api_spec(header.api_key).name,
+                header.api_version,
+                header.correlation_id,
+                body["controller_id"],
+            )
+            return self._control_error(request, body, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if broker_epoch_is_stale(header.api_key, header.api_version, body, request.own_epoch, self.dialect):
+            return self._control_error(request, body, ErrorCode.STALE_BROKER_EPOCH)
+        return None
+
+    def _control_error(self, request: Request, body: dict[str, Any], code: ErrorCode) -> dict[str, Any]:
+        header = request.header
+        by_id = answers_by_topic_id(header.api_version, self.dialect)
+        return control_error(header.api_key, body, code, by_topic_id=by_id)
 
     def _unconfirmed(self, request: Request, body: dict[str, Any]) -> dict[str, Any] | None:
         """The refusal of a control request whose controller epoch ZooKeeper does not confirm."""
@@ -279,17 +327,23 @@ class KafkaApis:
             error=refusal.code.name,
             reason=refusal.reason,
         )
-        return control_error(request.header.api_key, body, refusal.code)
+        return self._control_error(request, body, refusal.code)
 
     def _leader_and_isr(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        refused = self._refusal(request, body)
+        if refused is not None:
+            return refused
         header = request.header
-        if self._stale_epoch(request, body):
-            return control_error(header.api_key, body, ErrorCode.STALE_BROKER_EPOCH)
-        return self.replica_manager.become_leader_or_follower(body, header.correlation_id)
+        code, errors = self.replica_manager.become_leader_or_follower(
+            body, leader_and_isr_orders(body), header.correlation_id
+        )
+        by_id = answers_by_topic_id(header.api_version, self.dialect)
+        return leader_and_isr_answer(body, by_id, code, errors)
 
     def _update_metadata(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-        if self._stale_epoch(request, body):
-            return control_error(request.header.api_key, body, ErrorCode.STALE_BROKER_EPOCH)
+        refused = self._refusal(request, body)
+        if refused is not None:
+            return refused
         if not self.replica_manager.accept_controller_epoch(body["controller_epoch"]):
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
         removed = self.metadata_cache.update(body)
@@ -298,16 +352,17 @@ class KafkaApis:
         return {"error_code": ErrorCode.NONE}
 
     def _stop_replica(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-        if self._stale_epoch(request, body):
-            return control_error(request.header.api_key, body, ErrorCode.STALE_BROKER_EPOCH)
-        return self.replica_manager.stop_replicas(body)
+        refused = self._refusal(request, body)
+        if refused is not None:
+            return refused
+        code, errors = self.replica_manager.stop_replicas(body["controller_epoch"], stop_replica_orders(body))
+        return stop_replica_answer(code, errors)
 
     # -- event log
 
-    @staticmethod
-    def _epochs(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    def _epochs(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
         header = request.header
-        field = epoch_field(ApiKey(header.api_key), header.api_version)
+        field = epoch_field(ApiKey(header.api_key), header.api_version, self.dialect)
         return {
             "controller_id": body["controller_id"],
             "controller_epoch": body["controller_epoch"],
@@ -332,7 +387,8 @@ class KafkaApis:
     ) -> None:
         header = request.header
         error = ErrorCode(response.get("error_code", ErrorCode.NONE))
-        partition_errors = [p for p in response.get("partition_errors", []) if p["error_code"]]
+        by_topic = [p for t in response.get("topics", []) for p in t["partition_errors"]]
+        partition_errors = [p for p in response.get("partition_errors", by_topic) if p["error_code"]]
         self.events.emit(
             "control_request_handled",
             api=api_spec(header.api_key).name,

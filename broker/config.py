@@ -19,6 +19,7 @@ from broker.config_keys import KEYS
 from broker.group.config import GroupConfig
 from daemon.config import ConfigError, LoadedConfig, load_config, parse_listeners
 from daemon.endpoint import Endpoint
+from protocol.ibp import DEFAULT_IBP, ControlWire, control_wire
 from security.config import (
     ClientSecurity,
     ListenerSecurity,
@@ -104,6 +105,12 @@ class BrokerConfig:
     client_security: Callable[[str], ClientSecurity] | None = None
     """How this broker dials a listener of the given security protocol (the controller, other brokers)."""
     loaded: LoadedConfig | None = None
+    inter_broker_protocol_version: str = DEFAULT_IBP
+    control_wire: ControlWire = field(default_factory=lambda: control_wire(DEFAULT_IBP))
+    """What ``inter.broker.protocol.version`` gives (``protocol/ibp.py``): the dialect control requests
+    are read in, and the AlterPartition and ControlledShutdown versions sent."""
+    rack: str | None = None
+    """``broker.rack``, published in the registration."""
 
     def dialing(self, protocol: str) -> ClientSecurity | None:
         return None if self.client_security is None else self.client_security(protocol)
@@ -159,13 +166,26 @@ def _control_plane(loaded: LoadedConfig, names: list[str], inter_broker: str) ->
     return control_plane
 
 
-def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
+def _check_broker_id(loaded: LoadedConfig) -> None:
     if loaded["broker.id"] > loaded["reserved.broker.max.id"]:
         raise ConfigError(
             "broker.id",
             f"{loaded['broker.id']} is above reserved.broker.max.id ({loaded['reserved.broker.max.id']}): "
             "ids above it belong to controllers",
         )
+
+
+def _topic_defaults(loaded: LoadedConfig) -> TopicDefaults:
+    return TopicDefaults(
+        auto_create=loaded["auto.create.topics.enable"],
+        num_partitions=loaded["num.partitions"],
+        replication_factor=loaded["default.replication.factor"],
+        delete_topic_enable=loaded["delete.topic.enable"],
+    )
+
+
+def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
+    _check_broker_id(loaded)
     listeners = parse_listeners("listeners", loaded["listeners"])
     if not listeners:
         raise ConfigError("listeners", "at least one listener is needed")
@@ -219,12 +239,7 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         replica_socket_timeout_s=loaded["replica.socket.timeout.ms"] / 1000.0,
         num_replica_fetchers=loaded["num.replica.fetchers"],
         group=_group_config(loaded),
-        topics=TopicDefaults(
-            auto_create=loaded["auto.create.topics.enable"],
-            num_partitions=loaded["num.partitions"],
-            replication_factor=loaded["default.replication.factor"],
-            delete_topic_enable=loaded["delete.topic.enable"],
-        ),
+        topics=_topic_defaults(loaded),
         producer_id_expiration_ms=loaded["producer.id.expiration.ms"],
         controller_epoch_confirmation=loaded["controller.epoch.confirmation.enable"],
         listener_security={
@@ -236,6 +251,9 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         zk_security=zk_security_from_loaded(loaded),
         authorizer=AuthorizerSettings.from_loaded(loaded),
         loaded=loaded,
+        inter_broker_protocol_version=loaded["inter.broker.protocol.version"],
+        control_wire=control_wire(loaded["inter.broker.protocol.version"]),
+        rack=loaded["broker.rack"] or None,
     )
 
 

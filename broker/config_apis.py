@@ -3,7 +3,8 @@
 Topic overrides are written to ``/config/topics/<topic>`` with a ``/config/changes`` notification
 (``zkstore.entity_configs.change_topic_configs``, Kafka's layout), and every broker applies them at runtime
 (``broker.topic_configs``). Broker configs are described with Kafka's sources and synonyms; they
-are static here (set in the properties file or the environment), so altering one is refused.
+are static here (set in the properties file or the environment), so setting one is refused; deleting one,
+which there never is, succeeds and changes nothing.
 """
 
 from __future__ import annotations
@@ -98,13 +99,17 @@ class ConfigApis:
                 raise AdminFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
             return [self._topic_entry(spec.name, overrides, synonyms) for spec in TOPIC_CONFIGS.values()]
         if kind == BROKER:
-            if name not in ("", str(self.broker_id)):
-                raise AdminFailure(
-                    ErrorCode.INVALID_REQUEST,
-                    f"Unexpected broker id, expected {self.broker_id} but received {name}",
-                )
+            self._check_broker(name)
             return self._broker_entries(synonyms)
         raise AdminFailure(ErrorCode.INVALID_REQUEST, f"resource type {kind} is not described here")
+
+    def _check_broker(self, name: str) -> None:
+        """A broker resource names this broker, or is the default ("")."""
+        if name not in ("", str(self.broker_id)):
+            raise AdminFailure(
+                ErrorCode.INVALID_REQUEST,
+                f"Unexpected broker id, expected {self.broker_id} but received {name}",
+            )
 
     def _broker_value(self, key: str) -> tuple[str | None, int]:
         """A broker setting as a string, and Kafka's source for it (file or environment: static)."""
@@ -213,10 +218,15 @@ class ConfigApis:
         validate_only: bool,
     ) -> None:
         if kind == BROKER:
-            raise AdminFailure(
-                ErrorCode.INVALID_REQUEST,
-                "broker configs are static here: set them in the broker's properties file or environment",
-            )
+            self._check_broker(name)
+            # No dynamic broker config is ever set here, so deleting one (what kafka-reassign-partitions
+            # --verify does to clear replication throttles) leaves things as they are: it succeeds.
+            if any(c.get("config_operation", SET) != DELETE for c in configs):
+                raise AdminFailure(
+                    ErrorCode.INVALID_REQUEST,
+                    "broker configs are static here: set them in the broker's properties file or environment",
+                )
+            return
         if kind != TOPIC:
             raise AdminFailure(ErrorCode.INVALID_REQUEST, f"resource type {kind} cannot be altered here")
         if name not in self.cache.snapshot.topics:

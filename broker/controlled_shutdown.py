@@ -1,7 +1,8 @@
 """The broker's side of controlled shutdown: ask the active controller to move leadership away.
 
-Kafka's procedure on SIGTERM: ControlledShutdown v2 to the controller ``/controller`` names, carrying
-this broker's epoch (KIP-380: the controller refuses an older one), retried with
+Kafka's procedure on SIGTERM: ControlledShutdown to the active controller, carrying this broker's epoch
+(KIP-380: the controller refuses an older one), at the wire's version (``inter.broker.protocol.version``:
+v2, or v3, flexible, from IBP 3.4, what Kafka 3.9's brokers send), retried with
 ``controlled.shutdown.retry.backoff.ms`` until the controller has moved every partition or
 ``controlled.shutdown.max.retries`` attempts are spent. Each attempt is an event-log line.
 """
@@ -21,6 +22,7 @@ __all__ = ["CONTROLLED_SHUTDOWN_VERSION", "ControlledShutdown"]
 log = logging.getLogger("broker")
 
 CONTROLLED_SHUTDOWN_VERSION = 2
+"""The version sent at the default IBP (``protocol.ibp.control_wire``)."""
 
 
 class ControlledShutdown:
@@ -34,8 +36,10 @@ class ControlledShutdown:
         max_retries: int,
         retry_backoff_s: float,
         timeout_s: float,
+        version: int = CONTROLLED_SHUTDOWN_VERSION,
     ) -> None:
         self.broker_id = broker_id
+        self.version = version
         self.broker_epoch = broker_epoch
         self.controller_endpoint = controller_endpoint
         self.events = events
@@ -50,6 +54,7 @@ class ControlledShutdown:
             self.events.emit(
                 "controlled_shutdown_attempt",
                 attempt=attempt,
+                api_version=self.version,
                 broker_epoch=self.broker_epoch(),
                 **outcome,
             )
@@ -75,7 +80,7 @@ class ControlledShutdown:
         try:
             _, response = await connection.send(
                 ApiKey.CONTROLLED_SHUTDOWN,
-                CONTROLLED_SHUTDOWN_VERSION,
+                self.version,
                 {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch()},
                 timeout=self.timeout_s,
             )

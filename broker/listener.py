@@ -19,7 +19,7 @@ from broker.request_channel import Request, RequestChannel, Result
 from network.connection_quotas import ConnectionQuotas
 from network.frontend import ConnectionWatch, FrontEnd, IncomingRequest
 from network.handshake import CredentialLookup
-from protocol import RequestHeader, UnsupportedVersionError
+from protocol import DEFAULT_DIALECT, RequestHeader, UnsupportedVersionError, WireDialect
 from security.config import ListenerSecurity
 
 __all__ = ["Listener"]
@@ -70,12 +70,14 @@ class Listener:
         security: ListenerSecurity | None = None,
         credentials: CredentialLookup | None = None,
         api_versions: Callable[[RequestHeader], bytes] | None = None,
+        dialect: WireDialect = DEFAULT_DIALECT,
     ) -> None:
         """``on_sent`` is called once a response is written: the request's total time ends there, as
         in Kafka. ``priority``, for the control-plane listener, announces each request from its first
         byte to its answer. ``max_waiting`` is the answers a connection may have outstanding: 1 is
         Kafka's muted channel; more lets a client pipeline requests that wait in a purgatory
-        (acks=all), each still handled only after the previous one was, so appends keep their order."""
+        (acks=all), each still handled only after the previous one was, so appends keep their order.
+        ``dialect`` is the wire dialect of ``inter.broker.protocol.version``: headers are read in it."""
         self.name = name
         self.channel = channel
         self.on_sent = on_sent
@@ -99,6 +101,7 @@ class Listener:
             watch=watch,
             logger=log,
             label=f"listener {name}",
+            dialect=dialect,
         )
         self.port = 0
 

@@ -13,11 +13,13 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from broker.checkpoint import CorruptCheckpoint, read_offsets, write_offsets
 from broker.log import Log, LogConfig
+from broker.log.partition_metadata import read_topic_id, write_topic_id
 from daemon.eventlog import EventLog
 from zkstore.znodes import TopicPartition
 
@@ -52,6 +54,8 @@ class LogManager:
         self._topic_configs: dict[str, LogConfig] = {}
         """Topics with overrides (``/config/topics``) -> their logs' settings."""
         self._logs: dict[TopicPartition, Log] = {}
+        self._topic_ids: dict[TopicPartition, uuid.UUID] = {}
+        """What each log's ``partition.metadata`` records, read once (at start-up or creation)."""
         self._lock = threading.Lock()
 
     def load(self) -> int:
@@ -70,8 +74,11 @@ class LogManager:
                 log_start_offset=start_offsets.get(tp),
                 emit=self.events.emit,
             )
+            recorded = read_topic_id(directory)
             with self._lock:
                 self._logs[tp] = opened
+                if recorded is not None:
+                    self._topic_ids[tp] = recorded
         with self._lock:
             count = len(self._logs)
         self.events.emit(
@@ -110,16 +117,33 @@ class LogManager:
             existing = self._logs.get(tp)
             if existing is not None:
                 return existing
-            created = Log.open(
-                self.log_dir / f"{tp.topic}-{tp.partition}", self.config_for(tp.topic), emit=self.events.emit
-            )
+            directory = self.log_dir / f"{tp.topic}-{tp.partition}"
+            created = Log.open(directory, self.config_for(tp.topic), emit=self.events.emit)
             self._logs[tp] = created
+            recorded = read_topic_id(directory)
+            if recorded is not None:
+                self._topic_ids[tp] = recorded
         self.events.emit("log_created", topic=tp.topic, partition=tp.partition)
         return created
+
+    def topic_id(self, tp: TopicPartition) -> uuid.UUID | None:
+        """The topic id the partition's log records (``partition.metadata``); None without a log or id."""
+        with self._lock:
+            return self._topic_ids.get(tp)
+
+    def assign_topic_id(self, tp: TopicPartition, topic_id: uuid.UUID) -> None:
+        """Record the topic id in the partition's log directory, as Kafka's logs do (KIP-516)."""
+        existing = self.get(tp)
+        if existing is None:
+            return
+        write_topic_id(existing.directory, topic_id)
+        with self._lock:
+            self._topic_ids[tp] = topic_id
 
     def delete(self, tp: TopicPartition) -> bool:
         with self._lock:
             removed = self._logs.pop(tp, None)
+            self._topic_ids.pop(tp, None)
         if removed is None:
             return False
         removed.delete()

@@ -20,7 +20,7 @@ from broker.apis import api_versions_entries
 from broker.group.config import OFFSETS_TOPIC
 from broker.metadata_cache import MetadataCache, Snapshot
 from broker.request_channel import Request
-from protocol import ApiKey, Encoded, ErrorCode, message_codec
+from protocol import DEFAULT_DIALECT, ApiKey, Encoded, ErrorCode, WireDialect, message_codec
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
@@ -45,8 +45,11 @@ class MetadataApis:
         served: Callable[[], Collection[int]],
         checkpoint: Callable[[], None] | None = None,
         auto_create: Callable[[str], ErrorCode] | None = None,
+        dialect: WireDialect = DEFAULT_DIALECT,
     ) -> None:
         self.broker_id = broker_id
+        self.dialect = dialect
+        """The broker's wire dialect: ApiVersions lists the control-plane versions read in it."""
         self.cache = cache
         self.own_endpoints = own_endpoints
         self.cluster_id = cluster_id
@@ -60,7 +63,7 @@ class MetadataApis:
     def api_versions(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
         return {
             "error_code": ErrorCode.NONE,
-            "api_keys": api_versions_entries(self.served()),
+            "api_keys": api_versions_entries(self.served(), self.dialect),
             "throttle_time_ms": 0,
         }
 

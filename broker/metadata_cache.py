@@ -2,12 +2,15 @@
 
 Copy-on-write: an update builds new maps and swaps one reference, so readers on any thread take a
 consistent snapshot without locking. Partition states merge (UpdateMetadata may carry only the
-partitions that changed); leader -2 removes a partition (its topic is being deleted).
+partitions that changed); leader -2 removes a partition (its topic is being deleted). Topic ids come
+with Kafka's v7+ (UpdateMetadata v8 at IBP 3.9), as Kafka's ZkMetadataCache keeps them: a topic named
+with the zero id loses its id, a topic whose partitions are all gone loses it too.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +42,10 @@ class Snapshot:
     controller_id: int = -1
     brokers: dict[int, CachedBroker] = field(default_factory=dict)
     topics: dict[str, dict[int, CachedPartition]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    """Topic name -> id, for the topics an UpdateMetadata v7+ named with one."""
+    topic_names: dict[uuid.UUID, str] = field(default_factory=dict)
+    """``topic_ids`` the other way round: what a request naming topics by id (Fetch v13+) means."""
 
     def partition(self, tp: TopicPartition) -> CachedPartition | None:
         return self.topics.get(tp.topic, {}).get(tp.partition)
@@ -73,8 +80,11 @@ class MetadataCache:
         with self._write:
             current = self._snapshot
             topics = dict(current.topics)
+            topic_ids = dict(current.topic_ids)
             for topic_state in body["topic_states"]:
                 topic = topic_state["topic_name"]
+                if "topic_id" in topic_state:
+                    _take_topic_id(topic_ids, topic, topic_state["topic_id"])
                 partitions = dict(topics.get(topic, {}))
                 for s in topic_state["partition_states"]:
                     index = s["partition_index"]
@@ -95,5 +105,14 @@ class MetadataCache:
                     topics[topic] = partitions
                 else:
                     topics.pop(topic, None)
-            self._snapshot = Snapshot(body["controller_id"], brokers, topics)
+                    topic_ids.pop(topic, None)
+            names = {topic_id: topic for topic, topic_id in topic_ids.items()}
+            self._snapshot = Snapshot(body["controller_id"], brokers, topics, topic_ids, names)
         return removed
+
+
+def _take_topic_id(topic_ids: dict[str, uuid.UUID], topic: str, topic_id: uuid.UUID) -> None:
+    if topic_id.int == 0:  # Kafka's "no id"
+        topic_ids.pop(topic, None)
+    else:
+        topic_ids[topic] = topic_id

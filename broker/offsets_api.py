@@ -1,10 +1,14 @@
-"""ListOffsets (v1-v5) and OffsetForLeaderEpoch (v0-v3): where a log starts, ends, and where an epoch ended.
+"""ListOffsets (v1-v9) and OffsetForLeaderEpoch (v0-v4): where a log starts, ends, and where an epoch ended.
 
 ListOffsets answers consumers looking for a starting point: timestamp -1 is the latest offset a
 consumer may read (the high watermark), -2 the log start offset, anything else the first record at
 or after that time. OffsetForLeaderEpoch is how a new follower (or a consumer after a leader change,
 KIP-320) finds where its log diverged from the leader's: the end offset of the largest epoch not
 above the one asked, from the leader epoch cache.
+
+Their flexible versions (ListOffsets v6+, OffsetForLeaderEpoch v4) are read alike; they are served for
+Apache Kafka's replica fetchers, which ask for -1 and -2 only, and not offered to clients
+(``broker.apis.ADVERTISED_MAX_VERSIONS``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ and the data plane (produce, fetch, the fetchers) share. The rules are Kafka's:
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,14 @@ class Partition:
     """An ISR sent to the controller and not answered yet (one AlterPartition at a time)."""
     leader_epoch_start_offset: int = UNKNOWN_OFFSET
     """The log end offset when this broker became leader: a follower must reach it to join the ISR."""
+    topic_id: uuid.UUID | None = None
+    """The topic's id (KIP-516) once a LeaderAndIsr v5+ named it or the log recorded it; a request
+    naming another is refused with INCONSISTENT_TOPIC_ID."""
+    adding_replicas: tuple[int, ...] = ()
+    """Replicas a reassignment is adding: in ``replicas``, not yet counted in the replication factor."""
+    removing_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = 0
+    """KIP-704: 0 recovered, 1 recovering from an unclean election (a leader marks itself recovered)."""
     log: Log | None = field(default=None, repr=False)
     followers: dict[int, FollowerState] = field(default_factory=dict, repr=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)

@@ -113,6 +113,7 @@ class RequestPlanes:
             security=config.listener_security.get(name),
             credentials=services.credentials,
             api_versions=services.api_versions,
+            dialect=config.control_wire.dialect,
         )
 
     def start_handlers(self) -> None:

@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from broker.alter_partition_manager import Outcome, Proposal
 from broker.checkpoint import CorruptCheckpoint, read_offsets, write_offsets
+from broker.control_requests import NO_EPOCH, PartitionOrder, StopOrder
 from broker.log import LogConfig
 from broker.log_manager import LogManager
 from broker.metadata_cache import MetadataCache
@@ -29,13 +31,15 @@ from broker.purgatory import Purgatory
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
-from zkstore.znodes import TopicPartition
+from zkstore.znodes import TopicPartition, format_topic_id
 
 log = logging.getLogger("broker.replica_manager")
 
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
 EPOCH_DURING_DELETE = -2
-NO_EPOCH = -1
+"""Kafka's LeaderAndIsr.EpochDuringDelete: a StopReplica's leader epoch while its topic is deleted."""
+RECOVERED = 0
+"""KIP-704's LeaderRecoveryState.RECOVERED."""
 
 
 class ReplicaManager:
@@ -108,8 +112,11 @@ class ReplicaManager:
 
     # -- LeaderAndIsr
 
-    def become_leader_or_follower(self, body: dict[str, Any], correlation_id: int) -> dict[str, Any]:
-        errors: list[dict[str, Any]] = []
+    def become_leader_or_follower(
+        self, body: dict[str, Any], orders: list[PartitionOrder], correlation_id: int
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """Apply a LeaderAndIsr (``orders``: its partitions, read by ``control_requests``); returns the
+        top-level error and each partition's."""
         with self.state_change_lock:
             epoch = body["controller_epoch"]
             if epoch < self.controller_epoch:
@@ -120,80 +127,83 @@ class ReplicaManager:
                     epoch,
                     self.controller_epoch,
                 )
-                for topic in body["topic_states"]:
-                    for s in topic["partition_states"]:
-                        errors.append(
-                            _error(
-                                topic["topic_name"], s["partition_index"], ErrorCode.STALE_CONTROLLER_EPOCH
-                            )
-                        )
-                return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": errors}
+                stale = ErrorCode.STALE_CONTROLLER_EPOCH
+                return stale, {order.tp: stale for order in orders}
             self.controller_epoch = epoch
             leaders = {b["broker_id"]: (b["host_name"], b["port"]) for b in body["live_leaders"]}
-            for topic in body["topic_states"]:
-                name = topic["topic_name"]
-                for s in topic["partition_states"]:
-                    errors.append(
-                        _error(
-                            name,
-                            s["partition_index"],
-                            self._apply(TopicPartition(name, s["partition_index"]), s, leaders),
-                        )
-                    )
+            errors = {order.tp: self._apply(order, leaders) for order in orders}
             if not self.hw_checkpointing:
                 self.hw_checkpointing = True
                 log.info("first LeaderAndIsr applied: high-watermark checkpoints start")
-        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+        return ErrorCode.NONE, errors
 
-    def _apply(
-        self, tp: TopicPartition, state: dict[str, Any], leaders: dict[int, tuple[str, int]]
-    ) -> ErrorCode:
-        partition = self.partitions.get(tp)
+    def _known_topic_id(self, tp: TopicPartition, partition: Partition | None) -> uuid.UUID | None:
+        """What this broker knows of the partition's topic id: the partition's, else its log's file."""
+        if partition is not None and partition.topic_id is not None:
+            return partition.topic_id
+        return self.log_manager.topic_id(tp)
+
+    def _refusal(self, order: PartitionOrder, partition: Partition | None) -> ErrorCode | None:
+        """Kafka's per-partition checks, in its order: the topic id, then the leader epoch (an equal one
+        may still record a topic id the log lacked), then this broker among the replicas."""
+        tp, state = order.tp, order.state
+        known = self._known_topic_id(tp, partition)
+        if order.topic_id is not None and known is not None and order.topic_id != known:
+            log.error(
+                "LeaderAndIsr for %s-%d names topic id %s; this broker's log has %s: refused",
+                tp.topic, tp.partition, order.topic_id, known,
+            )  # fmt: skip
+            return ErrorCode.INCONSISTENT_TOPIC_ID
         current_epoch = partition.leader_epoch if partition is not None else NO_EPOCH
-        replicas = tuple(state["replicas"])
+        if state["leader_epoch"] == current_epoch and partition is not None:
+            if order.topic_id is not None and known is None:
+                self._record_topic_id(partition, order.topic_id)
+                return ErrorCode.NONE
+            if order.topic_id is None and known is not None and state["leader"] != self.broker_id:
+                return ErrorCode.NONE  # a request without ids at the same epoch: nothing to change
         if state["leader_epoch"] <= current_epoch:
             log.info(
                 "ignoring LeaderAndIsr for %s-%d: leader epoch %d is not newer than %d",
-                tp.topic,
-                tp.partition,
-                state["leader_epoch"],
-                current_epoch,
-            )
+                tp.topic, tp.partition, state["leader_epoch"], current_epoch,
+            )  # fmt: skip
             return ErrorCode.STALE_CONTROLLER_EPOCH
-        if self.broker_id not in replicas:
+        if self.broker_id not in state["replicas"]:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return None
+
+    def _record_topic_id(self, partition: Partition, topic_id: uuid.UUID) -> None:
+        """The topic id from the controller, kept on the partition and in its log's ``partition.metadata``."""
+        if partition.topic_id == topic_id:
+            return
+        partition.topic_id = topic_id
+        self.log_manager.assign_topic_id(partition.tp, topic_id)
+        log.info("%s-%d: topic id %s recorded", partition.tp.topic, partition.tp.partition, topic_id)
+
+    def _apply(self, order: PartitionOrder, leaders: dict[int, tuple[str, int]]) -> ErrorCode:
+        tp, state = order.tp, order.state
+        partition = self.partitions.get(tp)
+        refused = self._refusal(order, partition)
+        if refused is not None:
+            return refused
         if partition is None:
             partition = Partition(tp, self.broker_id, high_watermark=self._checkpointed.get(tp, 0))
             self.partitions[tp] = partition
         with partition.lock:
             was_leader = partition.leader == self.broker_id
             was_leading = partition.is_leader
-            partition.replicas = replicas
-            partition.leader = state["leader"]
-            partition.leader_epoch = state["leader_epoch"]
-            partition.isr = tuple(state["isr"])
-            partition.partition_epoch = state["partition_epoch"]
-            partition.controller_epoch = state["controller_epoch"]
-            partition.stopped = False
+            _take_state(partition, state)
             if partition.log is None:
                 partition.log = self.log_manager.get_or_create(tp)
+            if order.topic_id is not None:
+                self._record_topic_id(partition, order.topic_id)
+            elif partition.topic_id is None:
+                partition.topic_id = self.log_manager.topic_id(tp)
             leader = partition.leader == self.broker_id
             if leader:
                 partition.become_leader(int(time.time() * 1000), was_leader=was_leader)
             else:
                 partition.become_follower()
-        if leader:
-            self.fetchers.unfollow(tp)
-        elif partition.leader in leaders:
-            self.fetchers.follow(
-                partition, partition.leader, leaders[partition.leader], partition.leader_epoch
-            )
-        else:  # Kafka's rule: no live leader in the request, nothing to fetch from
-            self.fetchers.unfollow(tp)
-            log.warning(
-                "%s-%d: leader %d is not among the live leaders", tp.topic, tp.partition, partition.leader
-            )
-        self.partition_changed(tp)
+        self._follow_or_lead(partition, leader, leaders)
         if leader and not was_leading:
             self.on_elected(tp, state["leader_epoch"])
         elif not leader:
@@ -207,48 +217,86 @@ class ReplicaManager:
             isr=state["isr"],
             partition_epoch=state["partition_epoch"],
             was_leader=was_leader,
+            **_reassignment_fields(partition),
         )
         return ErrorCode.NONE
 
+    def _follow_or_lead(
+        self, partition: Partition, leader: bool, leaders: dict[int, tuple[str, int]]
+    ) -> None:
+        tp = partition.tp
+        if leader:
+            self.fetchers.unfollow(tp)
+        elif partition.leader in leaders:
+            self.fetchers.follow(
+                partition, partition.leader, leaders[partition.leader], partition.leader_epoch
+            )
+        else:  # Kafka's rule: no live leader in the request, nothing to fetch from
+            self.fetchers.unfollow(tp)
+            log.warning(
+                "%s-%d: leader %d is not among the live leaders", tp.topic, tp.partition, partition.leader
+            )
+        self.partition_changed(tp)
+
     # -- StopReplica
 
-    def stop_replicas(self, body: dict[str, Any]) -> dict[str, Any]:
-        errors: list[dict[str, Any]] = []
-        delete = body["delete_partitions"]
+    def stop_replicas(
+        self, controller_epoch: int, orders: list[StopOrder]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """Apply a StopReplica (``orders``, read by ``control_requests``); returns the top-level error
+        and each partition's. Kafka's rule: a leader epoch below the partition's is FENCED_LEADER_EPOCH;
+        -1 (none given) and -2 (the topic is being deleted) pass."""
+        errors: dict[TopicPartition, ErrorCode] = {}
+        deleted_topics: list[str] = []
         with self.state_change_lock:
-            if body["controller_epoch"] < self.controller_epoch:
-                return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
-            self.controller_epoch = body["controller_epoch"]
-            for topic in body["topics"]:
-                for index in topic["partition_indexes"]:
-                    tp = TopicPartition(topic["name"], index)
-                    # These versions carry no leader epoch (Kafka's NoEpoch): always accepted.
-                    partition = self.partitions.pop(tp, None) if delete else self.partitions.get(tp)
-                    self.fetchers.unfollow(tp)
-                    if partition is not None:
-                        with partition.lock:
-                            partition.stopped = True
-                            partition.become_follower()
-                            if delete:
-                                partition.log = None
-                    if delete:
-                        self._checkpointed.pop(tp, None)
-                        self.log_manager.delete(tp)
-                    self.partition_changed(tp)
-                    if partition is not None:
-                        self.on_resigned(tp, None)
-                    self.events.emit(
-                        "stop_replica",
-                        topic=tp.topic,
-                        partition=tp.partition,
-                        delete=delete,
-                        hosted=partition is not None,
-                        controller_epoch=body["controller_epoch"],
-                    )
-                    errors.append(_error(tp.topic, tp.partition, ErrorCode.NONE))
+            if controller_epoch < self.controller_epoch:
+                return ErrorCode.STALE_CONTROLLER_EPOCH, errors
+            self.controller_epoch = controller_epoch
+            for order in orders:
+                errors[order.tp] = error = self._stop(order, controller_epoch)
+                if order.delete and error == ErrorCode.NONE and order.tp.topic not in deleted_topics:
+                    deleted_topics.append(order.tp.topic)
+            for topic in deleted_topics:
+                self.on_topic_deleted(topic)
+        return ErrorCode.NONE, errors
+
+    def _stop(self, order: StopOrder, controller_epoch: int) -> ErrorCode:
+        tp, delete = order.tp, order.delete
+        hosted = self.partitions.get(tp)
+        if (
+            hosted is not None
+            and order.leader_epoch not in (NO_EPOCH, EPOCH_DURING_DELETE)
+            and order.leader_epoch < hosted.leader_epoch
+        ):
+            log.warning(
+                "ignoring StopReplica (delete=%s) for %s-%d: leader epoch %d is below %d",
+                delete, tp.topic, tp.partition, order.leader_epoch, hosted.leader_epoch,
+            )  # fmt: skip
+            return ErrorCode.FENCED_LEADER_EPOCH
+        partition = self.partitions.pop(tp, None) if delete else hosted
+        self.fetchers.unfollow(tp)
+        if partition is not None:
+            with partition.lock:
+                partition.stopped = True
+                partition.become_follower()
                 if delete:
-                    self.on_topic_deleted(topic["name"])
-        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+                    partition.log = None
+        if delete:
+            self._checkpointed.pop(tp, None)
+            self.log_manager.delete(tp)
+        self.partition_changed(tp)
+        if partition is not None:
+            self.on_resigned(tp, None)
+        self.events.emit(
+            "stop_replica",
+            topic=tp.topic,
+            partition=tp.partition,
+            delete=delete,
+            hosted=partition is not None,
+            controller_epoch=controller_epoch,
+            leader_epoch=order.leader_epoch,
+        )
+        return ErrorCode.NONE
 
     # -- the data plane
 
@@ -260,6 +308,14 @@ class ReplicaManager:
         if self.metadata_cache is not None and self.metadata_cache.snapshot.partition(tp) is not None:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The topic of a hosted partition whose LeaderAndIsr (or log) gave it ``topic_id``: what a
+        Fetch v13+ means when the metadata cache does not know the id yet (a scan, for that case only)."""
+        for tp, partition in list(self.partitions.items()):
+            if partition.topic_id == topic_id:
+                return tp.topic
+        return None
 
     def partition_changed(self, tp: TopicPartition) -> None:
         """Data, high watermark or role changed: retry the requests waiting on this partition."""
@@ -315,7 +371,9 @@ class ReplicaManager:
             leader_epoch=partition.leader_epoch,
             partition_epoch=partition.partition_epoch,
         )
-        self.propose_isr(Proposal(tp, partition.leader_epoch, new_isr, partition.partition_epoch))
+        self.propose_isr(
+            Proposal(tp, partition.leader_epoch, new_isr, partition.partition_epoch, partition.topic_id)
+        )
 
     def isr_outcome(self, outcome: Outcome) -> None:
         """The controller's answer to a proposal (on the event loop)."""
@@ -411,12 +469,42 @@ class ReplicaManager:
         )
 
     def under_replicated_count(self) -> int:
+        """Led partitions with an ISR short of the replication factor; during a reassignment (Kafka's
+        rule) that is the replicas less those being added."""
         return sum(
             1
             for p in list(self.partitions.values())
-            if p.leader == self.broker_id and len(p.isr) < len(p.replicas)
+            if p.leader == self.broker_id and len(p.isr) < len(p.replicas) - len(p.adding_replicas)
         )
 
 
-def _error(topic: str, partition: int, code: int) -> dict[str, Any]:
-    return {"topic_name": topic, "partition_index": partition, "error_code": code}
+def _take_state(partition: Partition, state: dict[str, Any]) -> None:
+    """A LeaderAndIsr partition state, under the partition's lock. A leader elected while recovering
+    (KIP-704) has nothing to recover here and marks itself recovered, as Kafka's does."""
+    partition.replicas = tuple(state["replicas"])
+    partition.leader = state["leader"]
+    partition.leader_epoch = state["leader_epoch"]
+    partition.isr = tuple(state["isr"])
+    partition.partition_epoch = state["partition_epoch"]
+    partition.controller_epoch = state["controller_epoch"]
+    partition.adding_replicas = tuple(state.get("adding_replicas", ()))
+    partition.removing_replicas = tuple(state.get("removing_replicas", ()))
+    recovery = state.get("leader_recovery_state", RECOVERED)
+    if recovery != RECOVERED and partition.leader == partition.local_id:
+        log.info(
+            "%s-%d was marked as RECOVERING; marking it RECOVERED", partition.tp.topic, partition.tp.partition
+        )
+        recovery = RECOVERED
+    partition.leader_recovery_state = recovery
+    partition.stopped = False
+
+
+def _reassignment_fields(partition: Partition) -> dict[str, Any]:
+    """What a LeaderAndIsr v3+ adds to the role events, when it says something."""
+    fields: dict[str, Any] = {}
+    if partition.adding_replicas or partition.removing_replicas:
+        fields["adding_replicas"] = list(partition.adding_replicas)
+        fields["removing_replicas"] = list(partition.removing_replicas)
+    if partition.topic_id is not None:
+        fields["topic_id"] = format_topic_id(partition.topic_id)
+    return fields

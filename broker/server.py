@@ -4,8 +4,12 @@ Start-up order: listeners (so the registration can advertise bound ports), ZooKe
 registration (KIP-380: the czxid is the broker epoch), and only then the handler threads, so no
 request is judged before the broker knows its epoch. After a session expiry the
 broker registers again and takes the new epoch; requests for the old one are rejected from then on.
-SIGTERM runs Kafka's controlled shutdown (ControlledShutdown v2 to the active controller, retried
+SIGTERM runs Kafka's controlled shutdown (ControlledShutdown to the active controller, retried
 with the configured backoff), then closes the session so the registration disappears at once.
+
+``inter.broker.protocol.version`` decides the control-plane wire (``protocol/ibp.py``): the dialect
+every listener and the request handling read control requests in, and the AlterPartition and
+ControlledShutdown versions sent.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from broker.controlled_shutdown import ControlledShutdown
 from broker.controller_address import ControllerAddress, controller_in_metadata
 from broker.controller_guard import ControllerEpochGuard, ZkController
 from broker.fetch import FetchApi
+from broker.fetch_versions import FlexibleFetch
 from broker.forwarded_admin import ForwardedAdminApis
 from broker.group.apis import GroupApis
 from broker.group.config import OFFSETS_TOPIC
@@ -134,6 +139,7 @@ class BrokerServer:
             self._controller_endpoint,
             self._isr_outcome,
             timeout_s=config.controller_socket_timeout_s,
+            version=config.control_wire.alter_partition,
         )
         self.replica_manager = ReplicaManager(
             config.broker_id,
@@ -171,6 +177,7 @@ class BrokerServer:
             authorization=RequestAuthorizer(self.authorizer) if config.authorizer.enabled else None,
             on_handled=meters.request_handled,
             on_denied=meters.authorization_denied,
+            dialect=config.control_wire.dialect,
         )
         self.cluster_id: str | None = None
         self.advertised: tuple[znodes.Endpoint, ...] = ()
@@ -207,10 +214,11 @@ class BrokerServer:
                 lambda: self.apis.api_keys,
                 checkpoint=self.planes.checkpoint,
                 auto_create=admin.auto_create,
+                dialect=config.control_wire.dialect,
             ),
             offsets=OffsetsApi(rm),
             produce=produce,
-            fetch=FetchApi(rm, on_read=meters.fetched),
+            fetch=FlexibleFetch(FetchApi(rm, on_read=meters.fetched), rm, cache),
             groups=GroupApis(coordinator, cache, self._create_offsets_topic),
             init_producer_id=self._init_producer_id,
             admin=admin,
@@ -305,6 +313,7 @@ class BrokerServer:
             broker_epoch=self.identity.epoch,
             listeners=[e.connection_string for e in self.advertised],
             control_plane_listener=self.config.control_plane_listener_name,
+            inter_broker_protocol_version=self.config.inter_broker_protocol_version,
             metrics_port=self.metrics_port,
             min_insync_replicas=self.config.min_insync_replicas,
         )
@@ -349,6 +358,7 @@ class BrokerServer:
                 n: p for n, p in self.config.security_protocols.items() if n in names
             },
             timestamp=int(time.time() * 1000),
+            rack=self.config.rack,
         )
 
     async def register(self) -> int:
@@ -537,6 +547,7 @@ class BrokerServer:
             max_retries=config.controlled_shutdown_max_retries,
             retry_backoff_s=config.controlled_shutdown_retry_backoff_s,
             timeout_s=config.controller_socket_timeout_s,
+            version=config.control_wire.controlled_shutdown,
         ).run()
 
 

@@ -21,6 +21,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.apis import ADVERTISED_MAX_VERSIONS
 from cluster.doc_pages import page_command
 from protocol import (
     CONTROL_APIS,
@@ -123,6 +124,11 @@ def _notes(key: int, served: Served) -> list[str]:
         notes.append(f"v{version}: Apache Kafka's{only}, what Kafka 3.9 sends (IBP 3.9)")
     if key in served.forwarded:
         notes.append("forwarded by the broker to the active controller")
+    if key in ADVERTISED_MAX_VERSIONS:
+        notes.append(
+            f"ApiVersions offers clients up to v{ADVERTISED_MAX_VERSIONS[key]}; the later versions serve "
+            "Apache Kafka's replica fetchers, which name theirs from their IBP without negotiating"
+        )
     if key == ApiKey.API_VERSIONS:
         notes.append("also answered by either daemon's SASL listeners while a connection authenticates")
     elif key in AUTHENTICATION_APIS:

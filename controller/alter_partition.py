@@ -2,6 +2,11 @@
 
 Pure: :func:`validate` decides every partition's answer, or the ISR change to write; the controller
 commits the changes and :func:`response` assembles the reply in the request's order.
+
+From v3 (KIP-903) each proposed ISR member comes with its broker epoch: a member whose epoch is not the
+one its registration has (an earlier incarnation, or one the controller has not seen yet) is ineligible,
+as KRaft's controller rules; -1, the epoch Kafka's ZooKeeper-mode brokers send for every member, says
+nothing and is accepted, as Kafka's ZooKeeper-mode controller accepts every epoch.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from protocol import ErrorCode
 
 FIRST_TOPIC_ID_VERSION = 2
 FIRST_INELIGIBLE_REPLICA_VERSION = 2
+FIRST_ISR_EPOCHS_VERSION = 3
+UNKNOWN_MEMBER_EPOCH = -1
+"""A v3 ISR member's epoch when the leader does not know it (Kafka's ZooKeeper-mode brokers, always)."""
 
 TopicKey = str | uuid.UUID
 PartitionKey = tuple[TopicKey, int]
@@ -48,14 +56,14 @@ def _check_partition(
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     current = info.leader_and_isr
-    new_isr = tuple(entry["new_isr"])
+    new_isr, epochs = proposed_isr(entry, version)
     recovery = entry.get("leader_recovery_state", LeaderRecoveryState.RECOVERED)
     error = _sender_error(current, broker_id, entry["leader_epoch"], entry["partition_epoch"])
     if error is not None:
         return error
     if new_isr == current.isr and recovery == current.leader_recovery_state:
         return current  # a retry of a change already made: answer with what is in force
-    error = _proposal_error(context, current, entry["partition_epoch"], new_isr, recovery, version)
+    error = _proposal_error(context, current, entry["partition_epoch"], (new_isr, epochs), recovery, version)
     if error is not None:
         return error
     new = LeaderAndIsr(
@@ -66,6 +74,20 @@ def _check_partition(
         leader_recovery_state=recovery,
     )
     return LeadershipChange(tp, new, (), f"AlterPartition from broker {broker_id}")
+
+
+def proposed_isr(entry: dict[str, Any], version: int) -> tuple[tuple[int, ...], dict[int, int]]:
+    """A partition entry's proposed ISR, and from v3 each member's broker epoch."""
+    if version < FIRST_ISR_EPOCHS_VERSION:
+        return tuple(entry["new_isr"]), {}
+    members = entry["new_isr_with_epochs"]
+    return tuple(m["broker_id"] for m in members), {m["broker_id"]: m["broker_epoch"] for m in members}
+
+
+def _current_epoch(context: ControllerContext, broker_id: int, epoch: int) -> bool:
+    """KIP-903: whether a proposed member's epoch is its registration's (or unknown, -1)."""
+    broker = context.brokers.get(broker_id)
+    return epoch == UNKNOWN_MEMBER_EPOCH or (broker is not None and broker.epoch == epoch)
 
 
 def _sender_error(
@@ -85,11 +107,13 @@ def _proposal_error(
     context: ControllerContext,
     current: LeaderAndIsr,
     partition_epoch: int,
-    new_isr: tuple[int, ...],
+    proposal: tuple[tuple[int, ...], dict[int, int]],
     recovery: LeaderRecoveryState,
     version: int,
 ) -> ErrorCode | None:
-    """Whether the proposed ISR may replace the current one; KIP-841's eligibility check is the last."""
+    """Whether the proposed ISR (with its members' epochs from v3) may replace the current one;
+    KIP-841's eligibility check, with KIP-903's epochs, is the last."""
+    new_isr, epochs = proposal
     if partition_epoch < current.partition_epoch:
         return ErrorCode.INVALID_UPDATE_VERSION
     if recovery == LeaderRecoveryState.RECOVERING and len(new_isr) > 1:
@@ -99,7 +123,10 @@ def _proposal_error(
         and recovery == LeaderRecoveryState.RECOVERING
     ):
         return ErrorCode.INVALID_REQUEST
-    if any(r not in context.live_broker_ids for r in new_isr):
+    live = context.live_broker_ids
+    if any(
+        r not in live or not _current_epoch(context, r, epochs.get(r, UNKNOWN_MEMBER_EPOCH)) for r in new_isr
+    ):
         if version >= FIRST_INELIGIBLE_REPLICA_VERSION:
             return ErrorCode.INELIGIBLE_REPLICA
         return ErrorCode.OPERATION_NOT_ATTEMPTED

@@ -27,7 +27,7 @@ from protocol import CONTROL_APIS, ErrorCode
 from protocol.registry import api_spec
 from security.config import ClientSecurity
 
-__all__ = ["ChannelManager", "ResponseCallback"]
+__all__ = ["ChannelManager", "ResponseCallback", "refused_partitions"]
 
 log = logging.getLogger("controller.channel")
 
@@ -244,7 +244,11 @@ class ChannelManager:
                 )
                 sent_at = time.monotonic()
                 _, body = await broker.connection.send(
-                    request.api_key, request.api_version, request.body, timeout=self.socket_timeout_s
+                    request.api_key,
+                    request.api_version,
+                    request.body,
+                    timeout=self.socket_timeout_s,
+                    dialect=request.dialect,
                 )
                 return correlation_id, body, (time.monotonic() - sent_at) * 1000
             except Exception as exc:
@@ -287,12 +291,23 @@ class ChannelManager:
         correlation_id, body, latency_ms = response
         fields: dict[str, Any] = {"correlation_id": correlation_id, **request.summary}
         fields["error"] = _error_name(body.get("error_code", ErrorCode.NONE))
-        if "partition_errors" in body:
-            fields["partition_errors"] = sum(
-                1 for p in body["partition_errors"] if p["error_code"] != ErrorCode.NONE
-            )
+        refused = refused_partitions(body)
+        if refused is not None:
+            fields["partition_errors"] = refused
         fields.update(latency_ms=round(latency_ms, 3), queue_ms=round(queue_ms, 3))
         self._emit("response_received", broker, request, fields)
+
+
+def refused_partitions(body: dict[str, Any]) -> int | None:
+    """Partitions a response answered with an error: listed by name (StopReplica, LeaderAndIsr up to
+    v4) or grouped by topic id (LeaderAndIsr v5+); None for a response without partitions."""
+    if "partition_errors" in body:
+        return sum(1 for p in body["partition_errors"] if p["error_code"] != ErrorCode.NONE)
+    if "topics" in body:
+        return sum(
+            1 for t in body["topics"] for p in t["partition_errors"] if p["error_code"] != ErrorCode.NONE
+        )
+    return None
 
 
 def _error_name(code: int) -> str:

@@ -32,6 +32,7 @@ from daemon.config import (
     load_config,
     parse_listeners,
 )
+from protocol import WireDialect
 from protocol.ibp import DEFAULT_IBP, ControlWire, control_wire
 from security.config import (
     LISTENER_SECURITY_PROTOCOL_MAP,
@@ -51,9 +52,7 @@ from zkstore.znodes import Endpoint
 def epoch_protocol_for(ibp: str) -> EpochProtocol:
     """Which epoch field control requests carry at ``ibp`` (:func:`protocol.ibp.control_wire` decides);
     ValueError if it has no wire."""
-    if control_wire(ibp).max_broker_epoch:
-        return EpochProtocol.MAX_BROKER_EPOCH
-    return EpochProtocol.PER_BROKER
+    return EpochProtocol.of(control_wire(ibp))
 
 
 def _check_ibp(value: str) -> None:
@@ -117,8 +116,9 @@ KEYS = (
         "string",
         DEFAULT_IBP,
         check=_check_ibp,
-        doc="which epoch field control requests carry: per-broker before `2.3-IV2`, `max_broker_epoch` "
-        "from it ([controller](controller.md#interbrokerprotocolversion))",
+        doc="the control-plane wire: Kafka's per-broker epochs at `2.2`, the seed's `max_broker_epoch` "
+        "from `2.3-IV2` to `3.3`, Apache Kafka 3.9's from `3.4` "
+        "([controller](controller.md#interbrokerprotocolversion))",
     ),
     ConfigKey(
         "auto.leader.rebalance.enable",
@@ -207,6 +207,20 @@ class ControllerConfig:
     @property
     def listener_protocol(self) -> str:
         return self.listener_security.protocol if self.listener_security is not None else "PLAINTEXT"
+
+    @property
+    def listed_as_broker(self) -> bool:
+        """Whether UpdateMetadata lists this controller among the live brokers: on Kafka 3.9's wire (IBP
+        3.4 and later), since Kafka's brokers look for the controller nowhere else."""
+        return self.control_wire.dialect is WireDialect.KAFKA and self.control_wire.update_metadata >= 8
+
+    @property
+    def broker_facing_listener_names(self) -> tuple[str, ...]:
+        """The broker listener names Kafka's brokers look the controller up by: the control-plane one
+        (AlterPartition, when set) and the inter-broker one (ControlledShutdown, and AlterPartition
+        otherwise). The RPC listener is advertised under each when ``listed_as_broker``."""
+        names = (self.control_plane_listener_name, self.inter_broker_listener_name)
+        return tuple(dict.fromkeys(n for n in names if n))
 
     def dialing(self, protocol: str) -> ClientSecurity | None:
         return None if self.client_security is None else self.client_security(protocol)

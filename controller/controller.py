@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from kazoo.protocol.states import EventType, WatchedEvent
@@ -98,6 +99,7 @@ class Controller:
         admin = admin_requests.AdminRequests(svc, reassignments)
         failover = Failover(svc, topics, deletions, reassignments, isr_changes, preferred)
         self.election = ControllerElection(svc, failover, brokers, topics, config.advertised)
+        svc.advertise(config.advertised)  # the daemon sets the bound port before the controller starts
         election = self.election
         self._handlers: dict[type[events.ControllerEvent], Handler] = {
             events.Startup: election.on_startup,
@@ -116,7 +118,7 @@ class Controller:
             events.AutoPreferredReplicaLeaderElection: preferred.on_auto_rebalance,
             events.ZkPreferredReplicaElection: preferred.on_zk_preferred_election,
             events.IsrChangeNotification: isr_changes.on_isr_change_notification,
-            events.LeaderAndIsrResponseReceived: responses.on_leader_and_isr_response,
+            events.LeaderAndIsrResponseReceived: partial(responses.on_leader_and_isr_response, self.context),
             events.UpdateMetadataResponseReceived: responses.on_update_metadata_response,
             events.ControlledShutdown: shutdowns.on_controlled_shutdown,
             events.AlterPartitionReceived: isr_changes.on_alter_partition,
@@ -136,8 +138,10 @@ class Controller:
         return self.election.rpc_endpoint
 
     def set_rpc_endpoint(self, endpoint: Endpoint) -> None:
-        """Where brokers reach our RPC listener (published in ``/controller`` when we win)."""
+        """Where brokers reach our RPC listener (published in ``/controller`` when we win, and, on Kafka
+        3.9's wire, among UpdateMetadata's live brokers)."""
         self.election.rpc_endpoint = endpoint
+        self.services.advertise(endpoint)
 
     async def start(self) -> None:
         """Connect to ZooKeeper and start competing for leadership."""
@@ -215,10 +219,14 @@ class Controller:
 
     # ------------------------------------------------------------------ RPC entry points (off the event task)
 
-    async def handle_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> dict[str, Any]:
+    async def handle_controlled_shutdown(
+        self, broker_id: int, broker_epoch: int, version: int = 2
+    ) -> dict[str, Any]:
         reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.event_manager.put(
-            events.ControlledShutdown(broker_id=broker_id, broker_epoch=broker_epoch, reply=reply)
+            events.ControlledShutdown(
+                broker_id=broker_id, broker_epoch=broker_epoch, version=version, reply=reply
+            )
         )
         return await reply
 

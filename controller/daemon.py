@@ -3,7 +3,8 @@
 The RPC listener answers the requests brokers send the controller, ControlledShutdown and
 AlterPartition, and the Admin API requests brokers forward to it (ElectLeaders and the reassignment
 APIs), by turning them into controller events; it starts before the candidate competes, so the
-endpoint it publishes in ``/controller`` is already serving.
+endpoint it publishes in ``/controller`` is already serving. It answers ApiVersions too, with the
+versions of those APIs it serves: Kafka's brokers ask it first on their channel to the controller.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from network.connection_quotas import ConnectionQuotas, connections_closed_meter
 from network.server import RequestServer, current_request
-from protocol import ApiKey, ErrorCode, RequestHeader, error_response_body
+from protocol import (
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    ErrorCode,
+    RequestHeader,
+    encode_response,
+    error_response_body,
+)
 from security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from security.sasl import ScramCredential
 from zkstore.client_metrics import ZooKeeperClientMetrics
@@ -30,7 +38,27 @@ FORWARDED_APIS = frozenset(
     {ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS}
 )
 """Admin API requests that brokers forward to the active controller."""
-RPC_APIS = frozenset({ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION}) | FORWARDED_APIS
+RPC_APIS = (
+    frozenset({ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION, ApiKey.API_VERSIONS}) | FORWARDED_APIS
+)
+
+
+def api_versions_body() -> dict[str, Any]:
+    """ApiVersions' answer: every RPC API with the oldest and newest version served."""
+    entries = [
+        {
+            "api_key": int(key),
+            "min_version": min(SUPPORTED_VERSIONS[key]),
+            "max_version": max(SUPPORTED_VERSIONS[key]),
+        }
+        for key in sorted(RPC_APIS)
+    ]
+    return {"error_code": ErrorCode.NONE, "api_keys": entries, "throttle_time_ms": 0}
+
+
+def api_versions_frame(header: RequestHeader) -> bytes:
+    """The whole ApiVersions response, as a SASL listener gives it before authentication."""
+    return encode_response(header.api_key, header.api_version, header.correlation_id, api_versions_body())
 
 
 class ControllerDaemon:
@@ -65,6 +93,7 @@ class ControllerDaemon:
             on_closed=count,
             security=config.listener_security,
             credentials=self._scram_credential,
+            api_versions=api_versions_frame,
         )
         self.authorizer = AclAuthorizer(self.controller.zk, config.authorizer)
         self.denied = self.metrics.meter(
@@ -107,11 +136,15 @@ class ControllerDaemon:
         return True
 
     async def _handle(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        if header.api_key == ApiKey.API_VERSIONS:  # no authorization, as in Kafka
+            return api_versions_body()
         if self._refused(header):
             code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             return error_response_body(header.api_key, header.api_version, code, body)
         if header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
-            return await self.controller.handle_controlled_shutdown(body["broker_id"], body["broker_epoch"])
+            return await self.controller.handle_controlled_shutdown(
+                body["broker_id"], body["broker_epoch"], header.api_version
+            )
         if header.api_key in FORWARDED_APIS:
             return await self.controller.handle_admin_request(
                 ApiKey(header.api_key), body, header.api_version

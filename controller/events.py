@@ -207,6 +207,8 @@ class UpdateMetadataResponseReceived(ControllerEvent):
 class ControlledShutdown(ControllerEvent):
     broker_id: int
     broker_epoch: int
+    version: int = 2
+    """The request's version (Kafka 3.9's brokers send v3)."""
     reply: asyncio.Future[dict[str, Any]] = field(compare=False)
     state: ControllerState = ControllerState.CONTROLLED_SHUTDOWN
 

@@ -1,35 +1,80 @@
 """Turns state-machine decisions into per-broker LeaderAndIsr, UpdateMetadata and StopReplica requests.
 
-Requests are collected per broker, then encoded once the batch is complete. With the seed 002
-protocol every request carries the cluster's ``max_broker_epoch``, so the UpdateMetadata of a change is
-the same for every broker: it is encoded once and the very same ``bytes`` object goes to every
-destination. With KIP-380's per-broker protocol each broker's copy carries its own epoch and is
-encoded separately, as Apache Kafka does.
+Requests are collected per broker, then encoded once the batch is complete, in the versions and the
+dialect of the controller's wire (``protocol.ibp.control_wire`` of ``inter.broker.protocol.version``):
+
+- the seeds' wire (seed 002): every request carries the cluster's ``max_broker_epoch``, so the
+  UpdateMetadata of a change is the same for every broker: it is encoded once and the very same
+  ``bytes`` object goes to every destination;
+- KIP-380's per-broker wire (LeaderAndIsr v2, UpdateMetadata v5, StopReplica v1) and Apache Kafka
+  3.9's (v7, v8, v4 in Kafka's layout): each broker's copy carries its own epoch and is encoded
+  separately, as Apache Kafka does. Kafka 3.9's adds what its ZooKeeper-mode controller sends: topic
+  ids, ``type`` UNKNOWN, ``is_kraft_controller`` false, adding/removing replicas and the leader
+  recovery state, and StopReplica with a leader epoch and a delete flag per partition (-2 as the
+  epoch for a topic being deleted), one request per broker.
 """
 
 from __future__ import annotations
 
 import enum
+import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from controller.context import ControllerContext
 from controller.model import TopicPartition
-from protocol import LEADER_DURING_DELETE, ApiKey, encode_request_body, epoch_field
+from protocol import (
+    DEFAULT_DIALECT,
+    LEADER_DURING_DELETE,
+    ApiKey,
+    WireDialect,
+    encode_request_body,
+    epoch_field,
+)
+from protocol.ibp import PER_BROKER, SEEDS, ControlWire
 from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS
+from protocol.registry import api_spec
+from zkstore.znodes import Endpoint
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 """Kafka's security protocol ids, as UpdateMetadata endpoints carry them."""
+
+UPDATE_TYPE_UNKNOWN = 0
+"""LeaderAndIsr v5+'s and UpdateMetadata v8's ``type`` as Kafka's ZooKeeper-mode controller sends it:
+UNKNOWN. INCREMENTAL (1) and FULL (2) are set only by a KRaft controller migrating a cluster."""
+EPOCH_DURING_DELETE = -2
+"""StopReplica's leader epoch for a partition whose topic is being deleted (Kafka's EpochDuringDelete)."""
+NO_EPOCH = -1
+"""StopReplica's leader epoch for a partition without leadership (Kafka's NoEpoch)."""
+NO_TOPIC_ID = uuid.UUID(int=0)
+
+FIRST_TOPIC_ID = {ApiKey.LEADER_AND_ISR: 5, ApiKey.UPDATE_METADATA: 7}
+FIRST_KRAFT_FLAG = {ApiKey.LEADER_AND_ISR: 7, ApiKey.UPDATE_METADATA: 8, ApiKey.STOP_REPLICA: 4}
+FIRST_REASSIGNING_REPLICAS = 3
+"""LeaderAndIsr's ``adding_replicas`` and ``removing_replicas``."""
+FIRST_RECOVERY_STATE = 6
+"""LeaderAndIsr's ``leader_recovery_state``."""
+FIRST_PARTITION_STATES = 3
+"""StopReplica's ``topic_states`` with a leader epoch and a delete flag per partition."""
 
 
 class EpochProtocol(enum.Enum):
     """Which broker-epoch field the control requests carry (``inter.broker.protocol.version``)."""
 
     PER_BROKER = "per-broker"
-    """KIP-380: LeaderAndIsr v2, UpdateMetadata v5, StopReplica v1, each with the target's epoch."""
+    """KIP-380 and Kafka 3.9: each request carries the target's ``broker_epoch``."""
     MAX_BROKER_EPOCH = "max-broker-epoch"
     """Seed 002: LeaderAndIsr v5, UpdateMetadata v7, StopReplica v4, all with the cluster maximum."""
+
+    @classmethod
+    def of(cls, wire: ControlWire) -> EpochProtocol:
+        return cls.MAX_BROKER_EPOCH if wire.max_broker_epoch else cls.PER_BROKER
+
+    @property
+    def wire(self) -> ControlWire:
+        """The wire of this protocol's first IBP: the seeds' (2.3-IV2) or KIP-380's (2.2)."""
+        return SEEDS if self is EpochProtocol.MAX_BROKER_EPOCH else PER_BROKER
 
     def version(self, api_key: ApiKey) -> int:
         table = (
@@ -47,6 +92,43 @@ class OutgoingRequest:
     api_version: int
     body: bytes
     summary: dict[str, Any]
+    dialect: WireDialect = DEFAULT_DIALECT
+    """The dialect the body is written in, and its response read in."""
+    deleting: frozenset[TopicPartition] = frozenset()
+    """StopReplica: the partitions it deletes, whose answers drive topic deletion."""
+
+
+def deletion_errors(request: OutgoingRequest, response: dict[str, Any]) -> dict[TopicPartition, int]:
+    """A StopReplica answer's error code for each partition the request deleted (the others' answers do
+    not move topic deletion), in every layout: the response names topics in all of them."""
+    answered = (
+        (TopicPartition(p["topic_name"], p["partition_index"]), p["error_code"])
+        for p in response.get("partition_errors", ())
+    )
+    return {tp: error for tp, error in answered if tp in request.deleting}
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaState:
+    """One partition of a StopReplica: delete its log or not, and the leader epoch it is fenced by."""
+
+    delete: bool
+    leader_epoch: int
+
+
+def controller_as_live_broker(
+    controller_id: int, endpoint: Endpoint, security_protocol: str, listener_names: Iterable[str]
+) -> dict[str, Any]:
+    """UpdateMetadata's entry listing a controller among the live brokers: its RPC endpoint under each of
+    ``listener_names``, the names Kafka's brokers look the controller up by (the control-plane
+    listener, else the inter-broker one, for AlterPartition; the inter-broker one for
+    ControlledShutdown)."""
+    protocol_id = SECURITY_PROTOCOL_IDS.get(security_protocol, 0)
+    endpoints = [
+        {"port": endpoint.port, "host": endpoint.host, "listener": name, "security_protocol": protocol_id}
+        for name in dict.fromkeys(listener_names)
+    ]
+    return {"id": controller_id, "endpoints": endpoints, "rack": None}
 
 
 @dataclass
@@ -54,15 +136,17 @@ class RequestBatch:
     """Collects one decision's requests; ``build`` encodes them: LeaderAndIsr, UpdateMetadata, StopReplica."""
 
     context: ControllerContext
-    protocol: EpochProtocol
+    wire: ControlWire
     inter_broker_listener: str
+    controller_entry: dict[str, Any] | None = None
+    """This controller among UpdateMetadata's live brokers (:func:`controller_as_live_broker`); None:
+    not listed."""
     leader_and_isr: dict[int, dict[TopicPartition, dict[str, Any]]] = field(default_factory=dict)
     update_metadata_brokers: set[int] = field(default_factory=set)
     update_metadata_partitions: set[TopicPartition] = field(default_factory=set)
     update_metadata_everyone: bool = False
     """Send UpdateMetadata to every live or shutting-down broker known when the batch is built."""
-    stop_replica: dict[int, dict[TopicPartition, bool]] = field(default_factory=dict)
-    """Broker -> partition -> whether to delete it."""
+    stop_replica: dict[int, dict[TopicPartition, StopReplicaState]] = field(default_factory=dict)
     encodes: int = 0
     bytes_encoded: int = 0
 
@@ -75,6 +159,21 @@ class RequestBatch:
             or self.stop_replica
         )
 
+    # -- the wire
+
+    def version(self, api_key: ApiKey) -> int:
+        wire = self.wire
+        return {
+            ApiKey.LEADER_AND_ISR: wire.leader_and_isr,
+            ApiKey.UPDATE_METADATA: wire.update_metadata,
+            ApiKey.STOP_REPLICA: wire.stop_replica,
+        }[api_key]
+
+    def _kafka_since(self, api_key: ApiKey, first: int) -> bool:
+        """Whether the wire sends Apache Kafka's layout of ``api_key`` at ``first`` or later."""
+        version = self.version(api_key)
+        return version >= first and not api_spec(api_key).is_seed_layout(version, self.wire.dialect)
+
     # -- collecting
 
     def add_leader_and_isr(
@@ -84,7 +183,7 @@ class RequestBatch:
         info = self.context.leadership[tp]
         state = info.leader_and_isr
         # One entry shared by every recipient (entries are never modified once added).
-        entry = {
+        entry: dict[str, Any] = {
             "partition_index": tp.partition,
             "controller_epoch": info.controller_epoch,
             "leader": state.leader,
@@ -92,8 +191,14 @@ class RequestBatch:
             "isr": list(state.isr),
             "partition_epoch": state.partition_epoch,
             "replicas": list(self.context.replicas(tp)),
-            "is_new": is_new,
         }
+        if self._kafka_since(ApiKey.LEADER_AND_ISR, FIRST_REASSIGNING_REPLICAS):
+            moving = self.context.reassignments.get(tp)
+            entry["adding_replicas"] = list(moving.adding) if moving else []
+            entry["removing_replicas"] = list(moving.removing) if moving else []
+        entry["is_new"] = is_new
+        if self._kafka_since(ApiKey.LEADER_AND_ISR, FIRST_RECOVERY_STATE):
+            entry["leader_recovery_state"] = int(state.leader_recovery_state)
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
@@ -104,11 +209,21 @@ class RequestBatch:
         self.update_metadata_partitions.add(tp)
 
     def add_stop_replica(self, broker_ids: Iterable[int], tp: TopicPartition, *, delete: bool) -> None:
+        """StopReplica for ``tp``; its leader epoch is taken now, as Kafka's controller takes it."""
+        epoch = self._stop_replica_epoch(tp)
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
             per_broker = self.stop_replica.setdefault(broker_id, {})
-            per_broker[tp] = delete or per_broker.get(tp, False)
+            previous = per_broker.get(tp)
+            per_broker[tp] = StopReplicaState(delete or (previous is not None and previous.delete), epoch)
+
+    def _stop_replica_epoch(self, tp: TopicPartition) -> int:
+        """-2 for a topic being deleted, else the leader epoch in force, else -1 (Kafka's rule)."""
+        if self.context.is_topic_queued_for_deletion(tp.topic):
+            return EPOCH_DURING_DELETE
+        info = self.context.leadership.get(tp)
+        return info.leader_and_isr.leader_epoch if info is not None else NO_EPOCH
 
     def add_update_metadata(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()
@@ -119,23 +234,33 @@ class RequestBatch:
 
     # -- encoding
 
-    def _encode(self, api_key: ApiKey, body: dict[str, Any]) -> bytes:
-        raw = encode_request_body(api_key, self.protocol.version(api_key), body)
+    def _request(
+        self, broker_id: int, api_key: ApiKey, body: dict[str, Any], summary: dict[str, Any], **extra: Any
+    ) -> OutgoingRequest:
+        version, dialect = self.version(api_key), self.wire.dialect
+        raw = encode_request_body(api_key, version, body, dialect=dialect)
         self.encodes += 1
         self.bytes_encoded += len(raw)
-        return raw
+        return OutgoingRequest(broker_id, api_key, version, raw, summary, dialect, **extra)
 
     def _common(self, api_key: ApiKey, broker_id: int) -> dict[str, Any]:
         """The fields every control request starts with; the epoch field is named by the API version."""
-        if self.protocol is EpochProtocol.MAX_BROKER_EPOCH:
-            epoch = self.context.max_broker_epoch
-        else:
-            epoch = self.context.brokers[broker_id].epoch
-        return {
+        epoch = (
+            self.context.max_broker_epoch
+            if self.wire.max_broker_epoch
+            else self.context.brokers[broker_id].epoch
+        )
+        common: dict[str, Any] = {
             "controller_id": self.context.controller_id,
             "controller_epoch": self.context.epoch,
-            epoch_field(api_key, self.protocol.version(api_key)): epoch,
+            epoch_field(api_key, self.version(api_key), self.wire.dialect): epoch,
         }
+        if self._kafka_since(api_key, FIRST_KRAFT_FLAG[api_key]):
+            common["is_kraft_controller"] = False
+        return common
+
+    def _topic_id(self, topic: str) -> uuid.UUID:
+        return self.context.topic_ids.get(topic) or NO_TOPIC_ID
 
     def build(self) -> list[OutgoingRequest]:
         """Encode everything collected, in Kafka's order, skipping brokers that are gone; then reset."""
@@ -152,6 +277,7 @@ class RequestBatch:
     def _build_leader_and_isr(self) -> list[OutgoingRequest]:
         out = []
         brokers = self.context.brokers
+        topic_ids = self._kafka_since(ApiKey.LEADER_AND_ISR, FIRST_TOPIC_ID[ApiKey.LEADER_AND_ISR])
         for broker_id, partitions in sorted(self.leader_and_isr.items()):
             if broker_id not in brokers:
                 continue
@@ -166,21 +292,17 @@ class RequestBatch:
                     live_leaders.append(
                         {"broker_id": leader, "host_name": endpoint.host, "port": endpoint.port}
                     )
-            body = {
-                **self._common(ApiKey.LEADER_AND_ISR, broker_id),
-                "topic_states": [{"topic_name": t, "partition_states": s} for t, s in by_topic.items()],
-                "live_leaders": live_leaders,
-            }
+            body = self._common(ApiKey.LEADER_AND_ISR, broker_id)
+            if topic_ids:
+                body["type"] = UPDATE_TYPE_UNKNOWN
+            topic_states = []
+            for topic, states in by_topic.items():
+                ids = {"topic_id": self._topic_id(topic)} if topic_ids else {}
+                topic_states.append({"topic_name": topic, **ids, "partition_states": states})
+            body["topic_states"] = topic_states
+            body["live_leaders"] = live_leaders
             summary = {"partitions": len(partitions), **self._summary_epochs(body)}
-            out.append(
-                OutgoingRequest(
-                    broker_id,
-                    ApiKey.LEADER_AND_ISR,
-                    self.protocol.version(ApiKey.LEADER_AND_ISR),
-                    self._encode(ApiKey.LEADER_AND_ISR, body),
-                    summary,
-                )
-            )
+            out.append(self._request(broker_id, ApiKey.LEADER_AND_ISR, body, summary))
         return out
 
     def _live_brokers(self) -> list[dict[str, Any]]:
@@ -197,6 +319,8 @@ class RequestBatch:
                 for e in registration.endpoints
             ]
             out.append({"id": broker_id, "endpoints": endpoints, "rack": registration.rack})
+        if self.controller_entry is not None and self.controller_entry["id"] not in self.context.brokers:
+            out.append(self.controller_entry)
         return out
 
     def _update_metadata_topic_states(self) -> list[dict[str, Any]]:
@@ -218,6 +342,11 @@ class RequestBatch:
                     "offline_replicas": list(context.offline_replicas(tp)),
                 }
             )
+        if self._kafka_since(ApiKey.UPDATE_METADATA, FIRST_TOPIC_ID[ApiKey.UPDATE_METADATA]):
+            return [
+                {"topic_name": t, "topic_id": self._topic_id(t), "partition_states": s}
+                for t, s in by_topic.items()
+            ]
         return [{"topic_name": t, "partition_states": s} for t, s in by_topic.items()]
 
     def _build_update_metadata(self) -> list[OutgoingRequest]:
@@ -227,37 +356,36 @@ class RequestBatch:
         targets = sorted(b for b in wanted if b in self.context.brokers)
         if not targets:
             return []
-        shared = {"topic_states": self._update_metadata_topic_states(), "live_brokers": self._live_brokers()}
-        version = self.protocol.version(ApiKey.UPDATE_METADATA)
+        shared: dict[str, Any] = {
+            "topic_states": self._update_metadata_topic_states(),
+            "live_brokers": self._live_brokers(),
+        }
+        if self._kafka_since(ApiKey.UPDATE_METADATA, FIRST_KRAFT_FLAG[ApiKey.UPDATE_METADATA]):
+            shared["type"] = UPDATE_TYPE_UNKNOWN
         partitions = len(self.update_metadata_partitions)
-        if self.protocol is EpochProtocol.MAX_BROKER_EPOCH:
+        if self.wire.max_broker_epoch:
             body = {**self._common(ApiKey.UPDATE_METADATA, targets[0]), **shared}
-            raw = self._encode(ApiKey.UPDATE_METADATA, body)  # once, for every broker
             summary = {"partitions": partitions, **self._summary_epochs(body)}
-            return [OutgoingRequest(b, ApiKey.UPDATE_METADATA, version, raw, summary) for b in targets]
+            once = self._request(targets[0], ApiKey.UPDATE_METADATA, body, summary)  # for every broker
+            return [replace(once, broker_id=b) for b in targets]
         out = []
         for broker_id in targets:
             body = {**self._common(ApiKey.UPDATE_METADATA, broker_id), **shared}
             summary = {"partitions": partitions, **self._summary_epochs(body)}
-            out.append(
-                OutgoingRequest(
-                    broker_id,
-                    ApiKey.UPDATE_METADATA,
-                    version,
-                    self._encode(ApiKey.UPDATE_METADATA, body),
-                    summary,
-                )
-            )
+            out.append(self._request(broker_id, ApiKey.UPDATE_METADATA, body, summary))
         return out
 
     def _build_stop_replica(self) -> list[OutgoingRequest]:
         out = []
-        version = self.protocol.version(ApiKey.STOP_REPLICA)
+        per_partition = self._kafka_since(ApiKey.STOP_REPLICA, FIRST_PARTITION_STATES)
         for broker_id, partitions in sorted(self.stop_replica.items()):
             if broker_id not in self.context.brokers:
                 continue
-            for delete in (True, False):  # v1/v4 carry one delete flag per request
-                chosen = sorted(tp for tp, d in partitions.items() if d is delete)
+            if per_partition:
+                out.append(self._stop_replica_with_partition_states(broker_id, partitions))
+                continue
+            for delete in (True, False):  # v1 and the seed's v4 carry one delete flag per request
+                chosen = sorted(tp for tp, s in partitions.items() if s.delete is delete)
                 if not chosen:
                     continue
                 by_topic: dict[str, list[int]] = {}
@@ -269,16 +397,36 @@ class RequestBatch:
                     "topics": [{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
                 }
                 summary = {"partitions": len(chosen), "delete": delete, **self._summary_epochs(body)}
-                out.append(
-                    OutgoingRequest(
-                        broker_id,
-                        ApiKey.STOP_REPLICA,
-                        version,
-                        self._encode(ApiKey.STOP_REPLICA, body),
-                        summary,
-                    )
-                )
+                deleting = frozenset(chosen) if delete else frozenset()
+                out.append(self._request(broker_id, ApiKey.STOP_REPLICA, body, summary, deleting=deleting))
         return out
+
+    def _stop_replica_with_partition_states(
+        self, broker_id: int, partitions: dict[TopicPartition, StopReplicaState]
+    ) -> OutgoingRequest:
+        """Kafka's v3+ layout: one request per broker, a leader epoch and a delete flag per partition."""
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp in sorted(partitions):
+            state = partitions[tp]
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "leader_epoch": state.leader_epoch,
+                    "delete_partition": state.delete,
+                }
+            )
+        body = {
+            **self._common(ApiKey.STOP_REPLICA, broker_id),
+            "topic_states": [{"topic_name": t, "partition_states": s} for t, s in by_topic.items()],
+        }
+        deleting = frozenset(tp for tp, s in partitions.items() if s.delete)
+        summary = {
+            "partitions": len(partitions),
+            "delete": bool(deleting),
+            "deleted": len(deleting),
+            **self._summary_epochs(body),
+        }
+        return self._request(broker_id, ApiKey.STOP_REPLICA, body, summary, deleting=deleting)
 
     @staticmethod
     def _summary_epochs(body: dict[str, Any]) -> dict[str, Any]:

@@ -21,8 +21,12 @@ from controller import events
 from controller.channel import ChannelManager
 from controller.config import ControllerConfig
 from controller.context import ControllerContext, LiveBroker
-from controller.model import TopicPartition
-from controller.request_batch import OutgoingRequest, RequestBatch
+from controller.request_batch import (
+    OutgoingRequest,
+    RequestBatch,
+    controller_as_live_broker,
+    deletion_errors,
+)
 from controller.state_machines import Steps
 from controller.state_writer import StateWriter
 from controller.stats import ControllerStats
@@ -77,6 +81,7 @@ class ControllerServices:
             context, store, event_log, stats, unclean_default=config.unclean_leader_election_enable
         )
         self._timers: list[asyncio.TimerHandle] = []
+        self._as_broker: dict[str, Any] | None = None
 
     @property
     def is_active(self) -> bool:
@@ -91,8 +96,23 @@ class ControllerServices:
 
     # -- requests to brokers
 
+    def advertise(self, endpoint: Endpoint) -> None:
+        """Where brokers reach the RPC listener: on Kafka 3.9's wire, UpdateMetadata lists this controller
+        among the live brokers there, under the listener names Kafka's brokers look it up by."""
+        config = self.config
+        if config.listed_as_broker:
+            self._as_broker = controller_as_live_broker(
+                config.controller_id,
+                endpoint,
+                config.listener_protocol,
+                config.broker_facing_listener_names,
+            )
+
     def new_batch(self) -> RequestBatch:
-        return RequestBatch(self.context, self.config.epoch_protocol, self.config.inter_broker_listener_name)
+        config = self.config
+        return RequestBatch(
+            self.context, config.control_wire, config.inter_broker_listener_name, self._as_broker
+        )
 
     def send(self, batch: RequestBatch) -> None:
         """Encode the batch (UpdateMetadata once in max_broker_epoch mode) and queue it per broker."""
@@ -110,16 +130,12 @@ class ControllerServices:
             self.enqueue(events.LeaderAndIsrResponseReceived(broker_id=broker, response=response))
         elif request.api_key == ApiKey.UPDATE_METADATA:
             self.enqueue(events.UpdateMetadataResponseReceived(broker_id=broker, response=response))
-        elif request.api_key == ApiKey.STOP_REPLICA and request.summary.get("delete"):
-            errors = {
-                TopicPartition(p["topic_name"], p["partition_index"]): p["error_code"]
-                for p in response.get("partition_errors", [])
-            }
+        elif request.api_key == ApiKey.STOP_REPLICA and request.deleting:
             self.enqueue(
                 events.TopicDeletionStopReplicaResponse(
                     broker_id=broker,
                     error=response.get("error_code", ErrorCode.NONE),
-                    partition_errors=errors,
+                    partition_errors=deletion_errors(request, response),
                 )
             )
 

@@ -21,9 +21,11 @@ from typing import Any
 
 from daemon.frames import read_frame, recv_frame
 from protocol import (
+    DEFAULT_DIALECT,
     DEFAULT_MAX_FRAME_SIZE,
     FrameTooLarge,
     ProtocolError,
+    WireDialect,
     decode_response,
     encode_request,
     encode_request_header,
@@ -51,6 +53,7 @@ class _InFlight:
     api_key: int
     api_version: int
     future: asyncio.Future[dict[str, Any]]
+    dialect: WireDialect = DEFAULT_DIALECT
 
 
 class KafkaConnection:
@@ -145,28 +148,38 @@ class KafkaConnection:
         return self._next_correlation_id
 
     async def send(
-        self, api_key: int, api_version: int, body: dict[str, Any] | bytes, *, timeout: float
+        self,
+        api_key: int,
+        api_version: int,
+        body: dict[str, Any] | bytes,
+        *,
+        timeout: float,
+        dialect: WireDialect = DEFAULT_DIALECT,
     ) -> tuple[int, dict[str, Any]]:
         """Send one request and wait for its response: ``(correlation_id, response body)``.
 
         ``body`` as ``bytes`` is an already-encoded request body; it is written after its own header
-        without being copied, so one encoding can go to many servers. A timeout raises TimeoutError
-        and closes the connection; a broken connection raises ConnectionError.
+        without being copied, so one encoding can go to many servers. ``dialect`` names the layouts of
+        the header, the body and the response (Kafka's StopReplica v4 is not the seed's). A timeout
+        raises TimeoutError and closes the connection; a broken connection raises ConnectionError.
         """
         if self._closed:
             raise self._closed_error()
         correlation_id = self._next_correlation_id
         if isinstance(body, dict):
-            frame = encode_request(api_key, api_version, correlation_id, self.client_id, body)
+            client_id = self.client_id
+            frame = encode_request(api_key, api_version, correlation_id, client_id, body, dialect=dialect)
             parts: tuple[bytes, ...] = (frame,)
         else:
-            header = encode_request_header(api_key, api_version, correlation_id, self.client_id, len(body))
+            header = encode_request_header(
+                api_key, api_version, correlation_id, self.client_id, len(body), dialect=dialect
+            )
             parts = (header, body)
         self._next_correlation_id = (correlation_id + 1) % _CORRELATION_ID_LIMIT
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         # Written and queued with no await in between, so the FIFO matches the byte stream.
         self._writer.writelines(parts)
-        self._in_flight.append(_InFlight(correlation_id, api_key, api_version, future))
+        self._in_flight.append(_InFlight(correlation_id, api_key, api_version, future, dialect))
         try:
             async with asyncio.timeout(timeout):
                 await self._writer.drain()
@@ -241,7 +254,9 @@ class KafkaConnection:
                 f"response correlation id {correlation_id} from {self.endpoint} does not match "
                 f"request {head.correlation_id}"
             )
-        _, body = decode_response(head.api_key, head.api_version, frame, self.max_frame_size)
+        _, body = decode_response(
+            head.api_key, head.api_version, frame, self.max_frame_size, dialect=head.dialect
+        )
         self._in_flight.popleft()
         if not head.future.done():  # the sender may have been cancelled; the stream stays in sync
             head.future.set_result(body)

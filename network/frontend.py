@@ -33,6 +33,7 @@ from daemon.frames import StreamEnded, TruncatedFrame, read_frame
 from network.connection_quotas import ConnectionQuotas
 from network.handshake import HANDSHAKE_TIMEOUT_S, AuthenticationFailed, CredentialLookup, authenticate
 from protocol import (
+    DEFAULT_DIALECT,
     DEFAULT_MAX_FRAME_SIZE,
     SUPPORTED_VERSIONS,
     ErrorCode,
@@ -40,6 +41,7 @@ from protocol import (
     ProtocolError,
     RequestHeader,
     UnsupportedVersionError,
+    WireDialect,
     decode_request_header,
     encode_response,
     error_response_body,
@@ -185,7 +187,7 @@ class FrontEnd:
     does not know). ``unsupported`` answers an API version the codec lacks. ``on_closed`` is called
     with (listener, reason) when the front-end closes a connection that idled or failed to
     authenticate; ``watch`` makes a ConnectionWatch for each connection. Log lines go to ``logger``,
-    naming the listener ``label``.
+    naming the listener ``label``. ``dialect`` is the wire dialect headers are read in.
     """
 
     def __init__(
@@ -206,6 +208,7 @@ class FrontEnd:
         watch: Callable[[], ConnectionWatch] | None = None,
         logger: logging.Logger = _log,
         label: str | None = None,
+        dialect: WireDialect = DEFAULT_DIALECT,
     ) -> None:
         if api_keys is not None:
             unknown = sorted(int(key) for key in api_keys if key not in SUPPORTED_VERSIONS)
@@ -229,6 +232,9 @@ class FrontEnd:
         self.api_versions = api_versions
         """The ApiVersions answer given before a SASL client has authenticated (None: not answered)."""
         self.watch = watch
+        self.dialect = dialect
+        """Which layout a control-plane version number names in this listener's headers (``WireDialect``):
+        StopReplica v4's header is flexible in the KAFKA dialect only."""
         self.log = logger
         self.label = label or name
         self._server: asyncio.Server | None = None
@@ -385,6 +391,9 @@ class FrontEnd:
                 reason = await self._one_request(reader, outbox, peer, principal)
         except (ConnectionError, asyncio.IncompleteReadError):
             reason = ""
+        except Exception as exc:  # a bug must close the connection, never leave a request unanswered
+            self.log.exception("%s: error reading a request from %s", self.label, peer)
+            reason = f"internal error reading a request: {exc!r}"
         outbox.put_nowait(_End(reason))
 
     async def _write_answers(
@@ -433,7 +442,7 @@ class FrontEnd:
             return str(exc)
         received = time.monotonic()
         try:
-            header, offset = decode_request_header(frame, self.max_frame_size)
+            header, offset = decode_request_header(frame, self.max_frame_size, dialect=self.dialect)
         except UnsupportedVersionError as exc:
             self.log.debug("%s: %s from %s; answering UNSUPPORTED_VERSION", self.label, exc, peer)
             outbox.put_nowait(Ready(self.unsupported(exc)))
@@ -461,5 +470,5 @@ class FrontEnd:
             header.correlation_id,
             peer,
         )
-        body = error_response_body(key, version, ErrorCode.INVALID_REQUEST)
-        return encode_response(key, version, header.correlation_id, body)
+        body = error_response_body(key, version, ErrorCode.INVALID_REQUEST, dialect=self.dialect)
+        return encode_response(key, version, header.correlation_id, body, dialect=self.dialect)

@@ -69,10 +69,12 @@ class RequestServer:
         on_closed: Callable[[str, str], None] | None = None,
         security: ListenerSecurity | None = None,
         credentials: CredentialLookup | None = None,
+        api_versions: Callable[[RequestHeader], bytes] | None = None,
     ) -> None:
         """``idle_s`` is ``connections.max.idle.ms``; ``on_closed`` is called with (server name,
         reason) when an idle or unauthenticated connection is closed; ``security`` None or PLAINTEXT
-        makes every peer ``User:ANONYMOUS``. ApiVersions is not answered before SASL authentication."""
+        makes every peer ``User:ANONYMOUS``. ApiVersions is answered before SASL authentication only
+        with ``api_versions`` (the whole response frame for a request header)."""
         self.handler = handler
         self.name = name
         self.frontend = FrontEnd(
@@ -85,6 +87,7 @@ class RequestServer:
             on_closed=on_closed,
             security=security,
             credentials=credentials,
+            api_versions=api_versions,
             logger=log,
         )
 

@@ -124,7 +124,10 @@ def _mirrored_topics(
     topics = []
     for requested in request.get(mirror.request_topics) or ():
         topic = _empty(topic_con)
-        topic[mirror.response_name] = requested[mirror.request_name]
+        if mirror.request_name in requested:
+            topic[mirror.response_name] = requested[mirror.request_name]
+        else:  # Fetch v13+ names topics by id, in its request and its response alike
+            topic["topic_id"] = requested["topic_id"]
         if mirror.request_partitions is None or mirror.response_partitions is None:
             topic["error_code"] = error_code
         else:

@@ -99,7 +99,7 @@ def _read_tagged_fields(
 ) -> tuple[dict[str, Any], int]:
     """The known tagged fields of a section (defaults for absent ones) and the offset after it, read
     and validated exactly as ``types.KTaggedFields`` does."""
-    values = dict(defaults)
+    values = {k: v.copy() if isinstance(v, (dict, list)) else v for k, v in defaults.items()}
     end = len(b)
     count, o = _read_uvarint(b, o)
     if count > (end - o) // 2:

@@ -308,8 +308,10 @@ class KTaggedFields(Construct):
         self._by_tag: dict[int, Renamed] = {f.kafka_tag: f for f in self.fields}
 
     def defaults(self) -> dict[str, Any]:
-        """Each known field's name and declared default: what the section holds when it is empty."""
-        return {f.name: field_default(f) for f in self.fields}
+        """Each known field's name and declared default: what the section holds when it is empty (a
+        struct's or an array's default copied, so that a body's value is never the shared default)."""
+        values = {f.name: field_default(f) for f in self.fields}
+        return {k: v.copy() if isinstance(v, (dict, list)) else v for k, v in values.items()}
 
     def _parse(self, stream: Any, context: Any, path: str) -> dict[str, Any]:
         path = f"{path} -> _tagged_fields"

@@ -46,6 +46,7 @@ PURE_CONTROLLER_CORE = (
     "controller.leader_election",
     "controller.partition_changes",
     "controller.alter_partition",
+    "controller.phantom_replicas",
     "controller.request_batch",
     "controller.state_tables",
     "controller.state_machines",

@@ -8,7 +8,7 @@ topics, groups); the keys both daemons share come from ``daemon.config``, and se
 from __future__ import annotations
 
 from authorizer.acl_authorizer import AUTHORIZER_KEYS
-from broker.config_keys.controller_link import BROKER_ID, CONTROLLER_KEYS
+from broker.config_keys.controller_link import BROKER_ID, BROKER_RACK, CONTROLLER_KEYS
 from broker.config_keys.groups import GROUP_KEYS
 from broker.config_keys.listeners import LISTENER_KEYS, NETWORK_KEYS
 from broker.config_keys.logs import LOG_DIRS, LOG_KEYS, PRODUCER_ID_EXPIRATION_MS
@@ -29,6 +29,7 @@ __all__ = ["KEYS"]
 
 KEYS: tuple[ConfigKey, ...] = (
     BROKER_ID,
+    BROKER_RACK,
     RESERVED_BROKER_MAX_ID,
     ZOOKEEPER_CONNECT,
     *LISTENER_KEYS,

@@ -51,6 +51,7 @@ class ControlledShutdowns:
         ctx.shutting_down.add(broker_id)
         svc.event_log.emit(
             "controlled_shutdown_started",
+            api_version=event.version,
             broker=broker_id,
             broker_epoch=event.broker_epoch,
             controller_epoch=ctx.epoch,
@@ -97,6 +98,7 @@ class ControlledShutdowns:
         self.services.event_log.emit(
             "rpc_rejected",
             api="ControlledShutdown",
+            api_version=event.version,
             broker=broker_id,
             broker_epoch=event.broker_epoch,
             cached_epoch=cached.epoch if cached is not None else None,

@@ -1,5 +1,6 @@
 """ISR changes proposed by partition leaders: the AlterPartition RPC (KIP-497, with KIP-841's
-eligibility check) and, from older brokers, ISR change notifications under ``/isr_change_notification``.
+eligibility check and, from v3, KIP-903's broker epochs) and, from older brokers, ISR change
+notifications under ``/isr_change_notification``.
 
 Either way the brokers learn the new ISRs through UpdateMetadata, and a reassignment waiting for its
 target replicas to join the ISR may complete.
@@ -49,10 +50,12 @@ class IsrChanges:
             )
             event.reply.set_result(alter_partition.response(plan, version))
             return
+        changed = 0
         if plan.changes:
             by_tp = {change.tp: key for key, change in plan.changes.items()}
             changes = {change.tp: change for change in plan.changes.values()}
             written = await svc.apply(machines.write_leadership(changes, changes.get, retry_stale=False))
+            changed = len(written.done)
             for change in written.done:
                 plan.outcomes[by_tp[change.tp]] = ctx.leadership[change.tp].leader_and_isr
             for r in written.refused:
@@ -75,6 +78,14 @@ class IsrChanges:
         batch.add_update_metadata(ctx.live_or_shutting_down_ids, requested)
         svc.send(batch)
         event.reply.set_result(alter_partition.response(plan, version))
+        svc.event_log.emit(
+            "alter_partition_handled",
+            api_version=version,
+            broker=request["broker_id"],
+            partitions=len(plan.order),
+            changed=changed,
+            rejected=len(plan.rejected),
+        )
         await self.reassignments.maybe_complete(requested)
 
     async def on_isr_change_notification(self, _: events.IsrChangeNotification) -> None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 
 from controller import events
 from controller import state_machines as machines
 from controller.model import Reassignment, TopicPartition
+from controller.phantom_replicas import without_controller
 from controller.services import ControllerServices
 from controller.state_tables import PartitionState, ReplicaState
 from zkstore import znodes
@@ -35,7 +37,7 @@ class TopicChanges:
         new = topics - set(ctx.assignments)
         if not new:
             return
-        partitions = await self.add_topics(new)
+        partitions = await self.add_topics(new, created=True)
         log.info("new topics %s with %d partitions", sorted(new), len(partitions))
         svc.event_log.emit("topics_created", topics=sorted(new), partitions=len(partitions))
         await self._on_new_partition_creation(partitions)
@@ -57,27 +59,34 @@ class TopicChanges:
             restored = znodes.TopicAssignment(topic, dict(known), topic_id=ctx.topic_ids.get(topic))
             await svc.store.commit([SetData(znodes.topic_path(topic), restored.encode())])
             return
+        fixed = self._off_controller(topic, added)
+        if fixed is not None:
+            added = fixed
+            written = replace(assignment, partitions={**known, **added}, topic_id=ctx.topic_ids.get(topic))
+            await svc.store.commit([SetData(znodes.topic_path(topic), written.encode())])
         known.update(added)
         partitions = [TopicPartition(topic, p) for p in sorted(added)]
         svc.event_log.emit("partitions_added", topic=topic, partitions=sorted(added))
         await self._on_new_partition_creation(partitions)
 
-    async def add_topics(self, topics: Iterable[str]) -> list[TopicPartition]:
-        """Read new topics' assignments (watching them), give topic ids to those without; their partitions."""
+    async def add_topics(self, topics: Iterable[str], *, created: bool = False) -> list[TopicPartition]:
+        """Read new topics' assignments (watching them), give topic ids to those without; their partitions.
+
+        ``created``: topics just created, whose partitions have no state yet; listed among the live
+        brokers, the controller first hands the replicas a broker placed on it to brokers (as it does
+        for partitions added to a topic).
+        """
         ctx, svc = self.context, self.services
         assignments = await svc.store.assignments(sorted(topics), watch=svc.watches.topic)
-        missing_ids = []
+        rewritten = []
         added = []
-        for topic, assignment in assignments.items():
+        for topic, read in assignments.items():
+            fixed = self._off_controller(topic, dict(read.partitions)) if created else None
+            assignment = read if fixed is None else replace(read, partitions=fixed)
             if assignment.topic_id is None:
-                assignment = znodes.TopicAssignment(
-                    topic,
-                    assignment.partitions,
-                    assignment.adding_replicas,
-                    assignment.removing_replicas,
-                    znodes.new_topic_id(),
-                )
-                missing_ids.append(assignment)
+                assignment = replace(assignment, topic_id=znodes.new_topic_id())
+            if assignment is not read:
+                rewritten.append(assignment)
             ctx.assignments[topic] = dict(assignment.partitions)
             ctx.topic_ids[topic] = assignment.topic_id
             for p, full in assignment.partitions.items():
@@ -88,9 +97,35 @@ class TopicChanges:
                     target = tuple(r for r in full if r not in removing)
                     ctx.reassignments[TopicPartition(topic, p)] = Reassignment(origin, target)
             added += [TopicPartition(topic, p) for p in assignment.partitions]
-        if missing_ids:
-            await svc.store.commit([SetData(znodes.topic_path(a.topic), a.encode()) for a in missing_ids])
+        if rewritten:
+            await svc.store.commit([SetData(znodes.topic_path(a.topic), a.encode()) for a in rewritten])
         return added
+
+    def _off_controller(
+        self, topic: str, partitions: dict[int, tuple[int, ...]]
+    ) -> dict[int, tuple[int, ...]] | None:
+        """New partitions' replicas with none on this controller, when it is listed as a live broker and
+        some were placed on it (a broker spread them over the live brokers it knows); else None."""
+        ctx, svc = self.context, self.services
+        if not svc.config.listed_as_broker:
+            return None
+        fixed = without_controller(partitions, ctx.controller_id, ctx.live_broker_ids)
+        if fixed is None:
+            return None
+        moved = sorted(p for p, r in partitions.items() if ctx.controller_id in r)
+        log.warning(
+            "%s: %d partitions name controller %d as a replica, which hosts none; handing them to brokers",
+            topic,
+            len(moved),
+            ctx.controller_id,
+        )
+        svc.event_log.emit(
+            "replicas_moved_off_controller",
+            topic=topic,
+            partitions=moved,
+            replicas={str(p): list(fixed[p]) for p in moved},
+        )
+        return fixed
 
     async def rearm_watches(self) -> None:
         """After a reconnect: re-arm each topic's assignment watch; hand on partitions added meanwhile."""

@@ -28,12 +28,16 @@ from broker.request_channel import Close, Request, Result
 from daemon.eventlog import EventLog
 from protocol import ApiKey, ErrorCode, decode_request_header, decode_response, encode_request
 from protocol.record_batch import build_batch, parse_batches
+from tests.broker.network_builders import channel, serving
+from tests.support.raw_client import RawClient
 from tests.support.requests import lai_partition, leader_and_isr, live_broker
 from zkstore.znodes import TopicPartition
 
 EPOCH = 1000
 TP = TopicPartition("t", 0)
 WAIT_S = 10.0
+LATE_S = 2.0
+"""How late past its max wait a long poll may be answered on a loaded machine (the bug was 29 s)."""
 NO_FUTURE = cast("asyncio.Future[Result]", None)
 
 
@@ -374,6 +378,57 @@ def test_a_long_poll_ends_empty_after_max_wait(broker: DataBroker) -> None:
     answer = fetch_answer(broker.call(ApiKey.FETCH, 11, fetch_body(0, max_wait_ms=50)))
     assert answer["error_code"] == 0 and not answer["records"]
     assert time.monotonic() - started >= 0.04
+
+
+async def test_a_followers_long_polls_over_a_socket_are_answered_within_their_max_wait(
+    tmp_path: Path,
+) -> None:
+    """The interop sequence without Kafka: Kafka 3.9's fetcher at IBP 2.2 long-polls (Fetch v10,
+    max wait 500 ms) on one connection a new leader that has nothing yet, then an acks=all produce
+    comes on another. Every poll is answered within about its max wait, a waiting one as soon as the
+    records arrive, and the produce once the follower has fetched past them."""
+    broker = make(tmp_path, isr=(1, 2))
+    plane = channel(broker.apis.handle, capacity=500, threads=8)
+    unsupported = broker.apis.unsupported_version_response
+    try:
+        async with serving(plane, unsupported=unsupported, max_waiting=16) as listener:
+            follower = await RawClient.connect(listener.port)
+            producer = await RawClient.connect(listener.port)
+
+            def poll(correlation_id: int, offset: int, max_wait_ms: int = 500) -> bytes:
+                body = fetch_body(offset, replica_id=2, max_wait_ms=max_wait_ms, epoch=5)
+                return encode_request(ApiKey.FETCH, 10, correlation_id, "broker-2-fetcher-0", body)
+
+            async def answered(correlation_id: int, sent: float) -> tuple[float, dict[str, Any]]:
+                got, response = await follower.read_answer(ApiKey.FETCH, 10)
+                assert got == correlation_id
+                return time.monotonic() - sent, fetch_answer(response)
+
+            for correlation_id in (0, 1):  # nothing to read yet: each poll ends empty at its max wait
+                sent = time.monotonic()
+                await follower.send(poll(correlation_id, 0))
+                took, answer = await answered(correlation_id, sent)
+                assert answer["error_code"] == 0 and not answer["records"]
+                assert 0.45 <= took < 0.5 + LATE_S, f"poll {correlation_id} answered after {took:.3f} s"
+
+            sent = time.monotonic()
+            await follower.send(poll(2, 0, max_wait_ms=5000))
+            await asyncio.sleep(0.1)
+            acks_all = produce_body(records(3), acks=-1)
+            await producer.send(encode_request(ApiKey.PRODUCE, 8, 7, "producer", acks_all))
+            took, answer = await answered(2, sent)
+            assert values(answer["records"]) == [(0, 2)] and took < 0.1 + LATE_S, "the records end the wait"
+
+            sent = time.monotonic()
+            await follower.send(poll(3, 3))  # the follower holds offsets 0-2: the produce is committed
+            got, produced = await producer.read_answer(ApiKey.PRODUCE, 8)
+            assert (got, produce_answer(produced)["error_code"]) == (7, ErrorCode.NONE)
+            took, answer = await answered(3, sent)
+            assert answer["high_watermark"] == 3 and took < 0.5 + LATE_S
+            follower.close()
+            producer.close()
+    finally:
+        broker.rm.shutdown()
 
 
 # ---------------------------------------------------------------- offsets

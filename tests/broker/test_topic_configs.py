@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from broker.admin_apis import AdminFailure, check_configs
-from broker.config_apis import _incremental
+from broker.config_apis import BROKER, DELETE, SET, ConfigApis, _incremental
 from broker.log import LogConfig
 from broker.topic_configs import InvalidTopicConfig, check_value, log_config_for
 from protocol import ErrorCode
@@ -64,6 +64,30 @@ def test_incremental_operations() -> None:
     ]
     assert _incremental(current, ops) == {"retention.ms": "2", "cleanup.policy": "delete"}
     assert current == {"retention.ms": "1", "segment.bytes": "4096"}  # not changed in place
+
+
+async def test_broker_configs_are_static_but_deleting_one_never_set_succeeds() -> None:
+    """kafka-reassign-partitions --verify clears each broker's replication throttles with DELETEs."""
+    unused: Any = None  # no broker resource reaches ZooKeeper or the metadata cache
+    apis = ConfigApis(1, None, LogConfig(), zk=lambda: unused, loop=asyncio.get_running_loop, cache=unused)
+
+    def ops(*operations: int) -> list[dict[str, Any]]:
+        return [
+            {"name": "leader.replication.throttled.rate", "config_operation": op, "value": "1"}
+            for op in operations
+        ]
+
+    for name in ("1", ""):
+        await apis._alter_one(BROKER, name, ops(DELETE, DELETE), _incremental, False)
+    refusals = [((BROKER, "1", ops(DELETE, SET)), "static here"), ((BROKER, "2", ops(DELETE)), "expected 1")]
+    for (kind, name, configs), why in refusals:
+        with pytest.raises(AdminFailure, match=why) as refused:
+            await apis._alter_one(kind, name, configs, _incremental, False)
+        assert refused.value.code == ErrorCode.INVALID_REQUEST
+    with pytest.raises(AdminFailure, match="static here"):  # the legacy AlterConfigs: a whole new set
+        await apis._alter_one(
+            BROKER, "1", [{"name": "log.cleaner.threads", "value": "2"}], _incremental, False
+        )
 
 
 # ---------------------------------------------------------------- real brokers and clients

@@ -435,3 +435,67 @@ def test_partitions_of_one_topic_share_one_topic_entry_in_the_response() -> None
         (TOPIC, [0, 1]),
         ("u", [0]),
     ]
+
+
+# -- v3 (KIP-903): each proposed ISR member with its broker epoch
+
+
+def with_epochs(entry: dict[str, Any], epochs: dict[int, int]) -> dict[str, Any]:
+    """``entry`` in v3's form: ``new_isr`` replaced by ``new_isr_with_epochs``."""
+    members = [{"broker_id": r, "broker_epoch": epochs.get(r, -1)} for r in entry["new_isr"]]
+    return {k: v for k, v in entry.items() if k != "new_isr"} | {"new_isr_with_epochs": members}
+
+
+@pytest.mark.parametrize(
+    ("epochs", "expected"),
+    [
+        ({}, None),
+        ({1: 101, 2: 102}, None),
+        ({2: 100}, ErrorCode.INELIGIBLE_REPLICA),
+        ({2: 999}, ErrorCode.INELIGIBLE_REPLICA),
+        ({1: 100}, ErrorCode.INELIGIBLE_REPLICA),
+    ],
+    ids=[
+        "every epoch -1, as Kafka's ZooKeeper-mode brokers send",
+        "registered epochs",
+        "a member's stale epoch",
+        "a member's epoch the controller has not seen",
+        "the leader's own stale epoch",
+    ],
+)
+def test_v3_refuses_a_member_whose_epoch_is_not_its_registrations(
+    epochs: dict[int, int], expected: ErrorCode | None
+) -> None:
+    entry = with_epochs(partition((1, 2), recovery=RECOVERED), epochs)
+    plan = alter_partition.validate(cluster(), request(entry, version=3), 3)
+    decided = outcome(plan)
+    if expected is None:
+        assert isinstance(decided, LeadershipChange) and decided.new.isr == (1, 2)
+    else:
+        assert decided == expected and plan.rejected == {(TOPIC_ID, 0): expected}
+
+
+def test_v3_still_refuses_a_dead_member_whatever_its_epoch() -> None:
+    ctx = cluster()
+    broker_3_dead(ctx)
+    entry = with_epochs(partition((1, 3), recovery=RECOVERED), {3: 103})
+    assert (
+        outcome(alter_partition.validate(ctx, request(entry, version=3), 3)) == ErrorCode.INELIGIBLE_REPLICA
+    )
+
+
+def test_v3_retry_of_the_isr_in_force_is_answered_before_the_epochs_are_looked_at() -> None:
+    entry = with_epochs(partition((1, 2, 3), partition_epoch=3, recovery=RECOVERED), {2: 1})
+    assert outcome(alter_partition.validate(cluster(), request(entry, version=3), 3)) == CURRENT
+
+
+def test_v3_response_survives_the_wire() -> None:
+    entry = with_epochs(partition((1, 2), recovery=RECOVERED), {2: 100})
+    plan = alter_partition.validate(cluster(), request(entry, version=3), 3)
+    body = alter_partition.response(plan, 3)
+    _, decoded = decode_response(
+        ApiKey.ALTER_PARTITION, 3, encode_response(ApiKey.ALTER_PARTITION, 3, 1, body)
+    )
+    assert decoded == body
+    assert decoded["topics"][0]["topic_id"] == TOPIC_ID
+    assert decoded["topics"][0]["partitions"][0]["error_code"] == ErrorCode.INELIGIBLE_REPLICA

@@ -175,6 +175,30 @@ async def test_partitions_added_to_a_topic_are_created_and_announced(harness: Ha
     await harness.wait_event("partitions_added", topic="grow")
 
 
+async def test_on_kafkas_wire_replicas_placed_on_the_controller_are_handed_to_brokers(
+    harness: Harness,
+) -> None:
+    """Listed among the live brokers at IBP 3.9, controller 1001 may find itself in an assignment a broker
+    computed; new topics and added partitions get a live broker in its place before they are created.
+    (The simulated brokers do not answer LeaderAndIsr v7: only the controller's decisions are checked.)"""
+    controller = await harness.start(inter_broker_protocol_version="3.9")
+    await create_topic(harness.admin, "placed", {0: (1001, 2), 1: (3, 1001)})
+    await harness.wait_event("replicas_moved_off_controller", topic="placed")
+    assert controller.context.assignments["placed"] == {0: (1, 2), 1: (3, 2)}
+    grown = znodes.TopicAssignment(
+        "placed", {0: (1, 2), 1: (3, 2), 2: (1001, 1)}, topic_id=controller.context.topic_ids["placed"]
+    )
+    await harness.admin.set(znodes.topic_path("placed"), grown.encode())
+    await wait_until(
+        lambda: znodes.TopicPartition("placed", 2) in controller.context.leadership, "placed-2 created"
+    )
+    assert controller.context.assignments["placed"][2] == (2, 1)
+    data, _ = await harness.admin.get(znodes.topic_path("placed"))
+    stored = znodes.decode_topic_assignment(data, znodes.topic_path("placed"))
+    assert stored is not None and stored.partitions == {0: (1, 2), 1: (3, 2), 2: (2, 1)}
+    assert harness.leader("placed", 2) == 2
+
+
 async def test_watches_dropped_with_a_lost_connection_are_re_armed_on_reconnect(
     harness: Harness, zk_connect: str
 ) -> None:

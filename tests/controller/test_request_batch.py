@@ -18,7 +18,7 @@ def decoded(request: OutgoingRequest) -> dict[str, Any]:
 
 
 def batch(ctx, protocol=MAX_EPOCH) -> RequestBatch:
-    return RequestBatch(ctx, protocol, inter_broker_listener="PLAINTEXT")
+    return RequestBatch(ctx, protocol.wire, inter_broker_listener="PLAINTEXT")
 
 
 def test_max_epoch_mode_encodes_the_update_metadata_once_for_200_brokers() -> None:

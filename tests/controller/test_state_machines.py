@@ -20,7 +20,7 @@ T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
 def batch_for(ctx: ControllerContext) -> RequestBatch:
-    return RequestBatch(ctx, EpochProtocol.MAX_BROKER_EPOCH, "PLAINTEXT")
+    return RequestBatch(ctx, EpochProtocol.MAX_BROKER_EPOCH.wire, "PLAINTEXT")
 
 
 def commit_all(ctx: ControllerContext, effect: WriteLeadership) -> Written:

@@ -141,6 +141,27 @@ async def test_a_close_verdict_ends_the_connection_after_earlier_answers(started
     assert await client.closed_by_server()
 
 
+async def test_a_failing_dispatcher_closes_the_connection_instead_of_leaving_it_unanswered(
+    started: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug on the reading side (here the dispatcher raising) must end the connection, as Kafka's
+    processor does: the client then sees the close at once, instead of waiting for an answer that
+    never comes until its request timeout, with nothing logged."""
+
+    async def dispatch(request: IncomingRequest) -> Ready:
+        if request.header.correlation_id == 2:
+            raise RuntimeError("a dispatcher bug")
+        return Ready(none_answer(request.header))
+
+    front = await started(dispatch, max_waiting=4)
+    client = await RawClient.connect(front.port)
+    assert (await client.call(4, 2, 1, LEADER_AND_ISR_V2))["error_code"] == 0
+    await client.send(encode_request(4, 2, 2, "test", LEADER_AND_ISR_V2))
+    assert await client.closed_by_server()
+    assert "a dispatcher bug" in caplog.text
+    await wait_until(lambda: front.connections == 0, "the connection released")
+
+
 class Watch:
     """A ConnectionWatch that records what the front-end told it."""
 

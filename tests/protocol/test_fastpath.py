@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tracemalloc
+import uuid
 from typing import Any
 
 import pytest
@@ -11,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import protocol
-from protocol import ApiKey, ProtocolError, WireDialect, error_response_body
+from protocol import DEFAULT_DIALECT, ApiKey, ProtocolError, WireDialect, error_response_body
 from protocol.fastpath import DECODE_ERRORS, ENCODE_ERRORS
 from protocol.message_codec import MessageCodec
-from protocol.registry import SUPPORTED_VERSIONS, message_codec
+from protocol.registry import SUPPORTED_VERSIONS, api_spec, message_codec
 from protocol.types import KTaggedFields
 from tests.protocol.strategies import ALL_MESSAGES, body_strategy, message_id, per_message
 
@@ -128,6 +129,8 @@ def test_bad_bodies_fail_in_both_paths_with_a_named_field(case, data) -> None:
 
 
 MEGABYTE_OF_RECORDS = bytes(range(256)) * 4096
+TOPIC_ID = uuid.UUID(int=27)
+"""Fetch v13+ names topics by id."""
 LARGE_RECORDS_CASES = [(ApiKey.PRODUCE, v, "request") for v in SUPPORTED_VERSIONS[ApiKey.PRODUCE]] + [
     (ApiKey.FETCH, v, "response") for v in SUPPORTED_VERSIONS[ApiKey.FETCH]
 ]
@@ -142,11 +145,17 @@ def _body_with_records(api_key: int, version: int, records: Any) -> dict[str, An
             "timeout_ms": 1000,
             "topic_data": [{"name": "t", "partition_data": [partition]}],
         }
-    body = error_response_body(
-        api_key, version, 0, {"topics": [{"topic": "t", "partitions": [{"partition": 0}]}]}
-    )
+    topic: dict[str, Any] = {"topic_id": TOPIC_ID} if version >= 13 else {"topic": "t"}
+    body = error_response_body(api_key, version, 0, {"topics": [{**topic, "partitions": [{"partition": 0}]}]})
     body["responses"][0]["partitions"][0]["records"] = records
     return body
+
+
+def encode_bound(api_key: int, version: int) -> float:
+    """The encoding's peak memory per byte of records. A flexible version writes tagged-field sections
+    after the records, so the output buffer grows once more after them, and CPython over-allocates a
+    growing bytearray by an eighth: still one copy of the records, in a larger buffer."""
+    return 1.25 if api_spec(api_key).is_flexible(version, DEFAULT_DIALECT) else 1.1
 
 
 @pytest.mark.parametrize("case", LARGE_RECORDS_CASES, ids=message_id)
@@ -174,7 +183,7 @@ def test_a_megabyte_of_records_stays_on_the_fast_path_with_one_copy_each_way(cas
             decode_peak = tracemalloc.get_traced_memory()[1] - before
         finally:
             tracemalloc.stop()
-        assert encode_peak < 1.1 * len(MEGABYTE_OF_RECORDS)
+        assert encode_peak < encode_bound(api_key, version) * len(MEGABYTE_OF_RECORDS)
         assert decode_peak < 1.1 * len(MEGABYTE_OF_RECORDS)
         assert decoded == _body_with_records(api_key, version, MEGABYTE_OF_RECORDS)
         if kind == "request":

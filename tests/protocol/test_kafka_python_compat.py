@@ -4,10 +4,11 @@ kafka-python 3.x carries two independent implementations of the protocol, and bo
 
 * the classes its client sends and reads (``kafka.protocol.metadata``, ``.producer``, ``.consumer``),
   generated at run time from Kafka's JSON specs, for the versions kafka-python declares valid;
-* its older hand-written schemas (``kafka.protocol.old``), one class per version: every version of the
-  older data-plane APIs implemented here, and the non-flexible versions of the group, coordinator and
-  producer-id APIs. These are compared by position, so any difference in field order, type or
-  presence between the two transcriptions shows up.
+* its older hand-written schemas (``kafka.protocol.old``), one class per version: every non-flexible
+  version of the older data-plane APIs implemented here (their flexible ones, Fetch v12+, ListOffsets
+  v6+ and OffsetForLeaderEpoch v4, are the client classes' alone), and the non-flexible versions of
+  the group, coordinator and producer-id APIs. These are compared by position, so any difference in
+  field order, type or presence between the two transcriptions shows up.
 
 Requests go kafka-python -> bytes -> ``decode_request``; responses go ``encode_response`` -> bytes ->
 kafka-python. Bodies are drawn from our schemas, so every field of every version is exercised.
@@ -24,8 +25,9 @@ from hypothesis import strategies as st
 
 import protocol
 from protocol import ApiKey
-from protocol.registry import SUPPORTED_VERSIONS, message_codec
-from protocol.types import KArray, KBytes, KString, KStruct
+from protocol.api import DEFAULT_DIALECT
+from protocol.registry import SUPPORTED_VERSIONS, api_spec, message_codec
+from protocol.types import KArray, KBytes, KString, KStruct, KTaggedFields
 from tests.protocol.strategies import body_strategy, per_message
 
 kafka_protocol = pytest.importorskip("kafka.protocol")
@@ -213,7 +215,7 @@ CLIENT_CASES = [(key, v) for key in CLIENT_CLASSES for v in _client_versions(key
 
 
 def _hand_written_cases(kind: int) -> list[tuple[ApiKey, int]]:
-    """Our versions kafka-python has a hand-written class for, labelled with that version.
+    """Our non-flexible versions kafka-python has a hand-written class for, labelled with that version.
 
     (Its ``ListGroupsRequest[2]`` says ``API_VERSION = 1``, so ListGroups v2 requests are left to the
     client classes.)
@@ -222,7 +224,9 @@ def _hand_written_cases(kind: int) -> list[tuple[ApiKey, int]]:
         (key, v)
         for key, classes in HAND_WRITTEN_CLASSES.items()
         for v in SUPPORTED_VERSIONS[key]
-        if v < len(classes[kind]) and v == classes[kind][v].API_VERSION
+        if v < len(classes[kind])
+        and v == classes[kind][v].API_VERSION
+        and not api_spec(key).is_flexible(v, DEFAULT_DIALECT)  # positional: no tagged-field sections
     ]
 
 
@@ -240,10 +244,19 @@ def _in_field_order(con: Any, value: Any) -> Any:
     while isinstance(con, Renamed):
         con = con.subcon
     if isinstance(con, KStruct) and isinstance(value, dict):
-        return {sc.name: _in_field_order(sc, value[sc.name]) for sc in con.subcons if sc.name in value}
+        ordered = {sc.name: _in_field_order(sc, value[sc.name]) for sc in con.subcons if sc.name in value}
+        for f in _tagged_fields(con):  # after the others, in tag order, as Kafka's specs list them last
+            if f.name in value:
+                ordered[f.name] = _in_field_order(f, value[f.name])
+        return ordered
     if isinstance(con, KArray) and isinstance(value, list):
         return [_in_field_order(con.element, item) for item in value]
     return value
+
+
+def _tagged_fields(con: KStruct) -> list[Any]:
+    """The tagged fields a struct declares (its tagged-field section's)."""
+    return [f for sc in con.subcons if isinstance(sc, KTaggedFields) for f in sc.fields]
 
 
 def _draw(data: st.DataObject, key: ApiKey, version: int, kind: str) -> dict[str, Any]:
@@ -277,6 +290,8 @@ def _to_client(cls: Any, body: dict[str, Any], version: int) -> Any:
         field = cls.fields[name]
         if value is not None and field.is_struct_array():
             value = [_to_client(field.data_class, item, version) for item in value]
+        elif value is not None and field.is_struct():  # a tagged struct (Fetch's replica_state)
+            value = _to_client(field.data_class, value, version)
         values[name] = value
     return cls(version=version, **values)
 
@@ -357,10 +372,11 @@ def _field_differences(key: ApiKey, ours: Any, theirs: Any, version: int, path: 
     present = [f for f in theirs.fields.values() if f.for_version_q(version)]
     untagged = [f for f in present if not f.tagged_field_q(version)]
     names = {**_CLIENT_NAMES, **(_CLIENT_NAMES_IN_TOPICS if path.endswith("topics[]") else {})}
+    ours_tagged = {f.name for f in _tagged_fields(ours)}
     diffs = [
         f"{path}: tagged field {f.name} unknown here"
         for f in present
-        if f.tagged_field_q(version) and (key, f.name) not in KNOWN_TAGGED
+        if f.tagged_field_q(version) and f.name not in ours_tagged and (key, f.name) not in KNOWN_TAGGED
     ]
     if [names.get(sc.name, sc.name) for sc in mine] != [f.name for f in untagged]:
         return [*diffs, f"{path}: fields {[sc.name for sc in mine]} != {[f.name for f in untagged]}"]
@@ -480,9 +496,10 @@ def test_every_data_plane_version_is_cross_checked():
         for cases in (HAND_WRITTEN_REQUEST_CASES, HAND_WRITTEN_RESPONSE_CASES):
             checked = {v for k, v in [*cases, *CLIENT_CASES] if k == key}
             assert checked == set(SUPPORTED_VERSIONS[key]), ApiKey(key).name
-    for key in DATA_PLANE_HAND_WRITTEN:
-        assert {v for k, v in HAND_WRITTEN_REQUEST_CASES if k == key} == set(SUPPORTED_VERSIONS[key])
-        assert {v for k, v in HAND_WRITTEN_RESPONSE_CASES if k == key} == set(SUPPORTED_VERSIONS[key])
+    for key in DATA_PLANE_HAND_WRITTEN:  # to the first flexible version (Fetch v12+: the client's)
+        classic = {v for v in SUPPORTED_VERSIONS[key] if not api_spec(key).is_flexible(v, DEFAULT_DIALECT)}
+        assert {v for k, v in HAND_WRITTEN_REQUEST_CASES if k == key} == classic
+        assert {v for k, v in HAND_WRITTEN_RESPONSE_CASES if k == key} == classic
     for key, (versions, hand_written) in GROUP_AND_PRODUCER_ID_APIS.items():
         name = ApiKey(key).name
         assert SUPPORTED_VERSIONS[key] == tuple(versions), name
@@ -490,5 +507,5 @@ def test_every_data_plane_version_is_cross_checked():
         assert {v for k, v in HAND_WRITTEN_RESPONSE_CASES if k == key} == set(hand_written), name
         requests = {v for k, v in HAND_WRITTEN_REQUEST_CASES if k == key}
         assert requests == set(hand_written) - ({2} if key == ApiKey.LIST_GROUPS else set()), name
-    assert {v for k, v in CLIENT_CASES if k == ApiKey.FETCH} == set(range(4, 12))
+    assert {v for k, v in CLIENT_CASES if k == ApiKey.FETCH} == set(range(4, 18))
     assert {v for k, v in CLIENT_CASES if k == ApiKey.PRODUCE} == set(range(3, 9))
