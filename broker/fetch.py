@@ -37,7 +37,8 @@ class Wanted:
     current_leader_epoch: int
 
 
-def _partition_response(index: int, error: ErrorCode, **fields: Any) -> dict[str, Any]:
+def partition_response(index: int, error: ErrorCode, **fields: Any) -> dict[str, Any]:
+    """One partition of a Fetch answer; ``diverging_epoch`` (v12+, for a follower) only when given."""
     return {
         "partition_index": index,
         "error_code": error,
@@ -47,6 +48,7 @@ def _partition_response(index: int, error: ErrorCode, **fields: Any) -> dict[str
         "aborted_transactions": None if error else [],
         "preferred_read_replica": -1,
         "records": fields.get("records", b""),
+        **({"diverging_epoch": fields["diverging_epoch"]} if "diverging_epoch" in fields else {}),
     }
 
 
@@ -126,15 +128,15 @@ class FetchApi:
                 start = leader_log.log_start_offset
             records = leader_log.read(w.fetch_offset, budget, upper_bound=upper, min_one_batch=first)
         except PartitionError as exc:
-            return _partition_response(index, exc.code)
+            return partition_response(index, exc.code)
         except OffsetOutOfRange as exc:  # the log start tells a follower behind it where to start over
-            return _partition_response(
+            return partition_response(
                 index, ErrorCode.OFFSET_OUT_OF_RANGE, log_start_offset=exc.log_start_offset
             )
         finally:
             if moved:
                 self.rm.partition_changed(w.tp)
-        return _partition_response(
+        return partition_response(
             index, ErrorCode.NONE, high_watermark=hw, log_start_offset=start, records=records
         )
 

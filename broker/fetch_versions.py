@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.fetch import FetchApi
+from broker.fetch import FetchApi, partition_response
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
 from broker.request_channel import Request
@@ -55,20 +55,6 @@ class _Translation:
     """Topic name -> its key in the answer (the id from v13, else the name)."""
     early: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     """Partitions answered here, by topic key."""
-
-
-def _entry(index: int, error: ErrorCode, **fields: Any) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "error_code": error,
-        "high_watermark": fields.get("high_watermark", -1),
-        "last_stable_offset": fields.get("high_watermark", -1),
-        "log_start_offset": fields.get("log_start_offset", -1),
-        **({"diverging_epoch": fields["diverging_epoch"]} if "diverging_epoch" in fields else {}),
-        "aborted_transactions": None if error else [],
-        "preferred_read_replica": -1,
-        "records": b"",
-    }
 
 
 class FlexibleFetch:
@@ -102,7 +88,8 @@ class FlexibleFetch:
             name = self._name(key) if version >= FIRST_TOPIC_ID_VERSION else key
             if name is None:
                 read.early.setdefault(key, []).extend(
-                    _entry(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID) for p in topic["partitions"]
+                    partition_response(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID)
+                    for p in topic["partitions"]
                 )
                 continue
             read.keys[name] = key
@@ -134,7 +121,7 @@ class FlexibleFetch:
         if partition is None:
             return None
         if topic_id is not None and partition.topic_id not in (None, topic_id):
-            return _entry(tp.partition, ErrorCode.INCONSISTENT_TOPIC_ID)
+            return partition_response(tp.partition, ErrorCode.INCONSISTENT_TOPIC_ID)
         last_fetched = wanted.get("last_fetched_epoch", UNDEFINED)
         if last_fetched < 0:
             return None
@@ -151,11 +138,11 @@ class FlexibleFetch:
             start, hw = leader_log.log_start_offset, partition.high_watermark
         offset = wanted["fetch_offset"]
         if epoch == UNDEFINED or end_offset == UNDEFINED:
-            return _entry(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, log_start_offset=start)
+            return partition_response(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, log_start_offset=start)
         if offset < start or (epoch >= last_fetched and end_offset >= offset):
             return None  # the read answers an offset below the log start, or reads on
         diverging = {"epoch": epoch, "end_offset": end_offset}
-        return _entry(
+        return partition_response(
             tp.partition, ErrorCode.NONE, high_watermark=hw, log_start_offset=start, diverging_epoch=diverging
         )
 

@@ -37,6 +37,19 @@ class KafkaBrokers:
         self.started[broker_id] = broker
         return broker.start()
 
+    def like_ours(self, broker_id: int, ibp: str, **overrides: object) -> KafkaBroker:
+        """A started broker with our brokers' listener names (a CONTROLLER control plane beside
+        PLAINTEXT) at ``ibp``; in a cluster without a controller of ours, the first wins ``/controller``."""
+        plain, control = free_ports(2)
+        settings: dict[str, object] = {
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "control.plane.listener.name": "CONTROLLER",
+            "inter.broker.protocol.version": ibp,
+            "replica.lag.time.max.ms": 5000,
+        }
+        listeners = f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}"
+        return self.broker(broker_id, listeners=listeners, **{**settings, **overrides})
+
     def close(self) -> None:
         for broker in self.started.values():
             broker.kill()

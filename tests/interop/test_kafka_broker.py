@@ -8,7 +8,6 @@ from kafkapeer.broker import KafkaBroker
 from tests.interop.conftest import KafkaBrokers
 from tests.support.clients import confluent_consume, confluent_round_trip
 from tests.support.cluster import Cluster
-from zkserver.ports import free_ports
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.topic_writes import create_topic
@@ -38,17 +37,7 @@ async def beside_ours(kafka: KafkaBrokers, zk: AsyncZooKeeper, broker_id: int) -
     """A registered Kafka broker with our brokers' listener names (a CONTROLLER control plane beside
     PLAINTEXT), on 2.2's control-plane wire, which both implementations speak; the first one started
     in a cluster without a controller of ours wins ``/controller``."""
-    plain, control = free_ports(2)
-    broker = kafka.broker(
-        broker_id,
-        listeners=f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}",
-        **{
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "control.plane.listener.name": "CONTROLLER",
-            "inter.broker.protocol.version": "2.2",
-            "replica.lag.time.max.ms": 5000,
-        },
-    )
+    broker = kafka.like_ours(broker_id, "2.2")
     await registration(zk, broker)
     return broker
 

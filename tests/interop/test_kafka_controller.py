@@ -20,7 +20,6 @@ from tests.support.clients import confluent_consume, confluent_round_trip
 from tests.support.cluster import Cluster, epoch_of, produce
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
-from zkserver.ports import free_ports
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.topic_writes import create_topic, delete_topic
@@ -50,17 +49,7 @@ async def registered(zk: AsyncZooKeeper, broker: KafkaBroker) -> dict[str, Any]:
 async def kafka_at_39(kafka: KafkaBrokers, zk: AsyncZooKeeper, broker_id: int) -> KafkaBroker:
     """A registered Kafka 3.9 broker at IBP 3.9 with our brokers' listener names (a CONTROLLER control
     plane beside PLAINTEXT); the first one started wins ``/controller``."""
-    plain, control = free_ports(2)
-    broker = kafka.broker(
-        broker_id,
-        listeners=f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control}",
-        **{
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "control.plane.listener.name": "CONTROLLER",
-            "inter.broker.protocol.version": IBP,
-            "replica.lag.time.max.ms": 5000,
-        },
-    )
+    broker = kafka.like_ours(broker_id, IBP)
     await registered(zk, broker)
     return broker
 
