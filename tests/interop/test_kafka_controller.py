@@ -293,3 +293,46 @@ def handled_stop_replica(event: Event) -> bool:
         and event["api"] == "StopReplica"
         and event["api_version"] == 4
     )
+
+
+async def test_kafkas_controller_keeps_our_shutting_down_broker_out_of_the_isr(
+    kafka: KafkaBrokers, cluster: Cluster, zk: AsyncZooKeeper
+) -> None:
+    """KIP-841 with Kafka's controller as the judge: once our broker has asked to shut down (a
+    ControlledShutdown v3 sent for it by hand, so that the process stays up), Kafka's controller takes
+    it out of the ISR and stops its replica, and records produced meanwhile never bring it back."""
+    from network.connection import KafkaConnection
+    from protocol import ApiKey
+
+    controller = await kafka_at_39(kafka, zk, 0)
+    leader = await kafka_at_39(kafka, zk, 2)
+    ours = await ours_at_39(cluster, 1)
+    await create_topic(zk, "kip841", {0: (2, 1)})
+    await ours.wait_event(lambda e: took(e, "become_follower", "kip841"), timeout=TIMEOUT_S, what="follower")
+
+    async def isr() -> list[int]:
+        return list((await partition_state(zk, "kip841", 0))[0].isr)
+
+    await wait_until(lambda: isr_is(isr, [2, 1]), "our follower in the ISR", timeout=TIMEOUT_S)
+    connection = await KafkaConnection.open(*controller.endpoint("PLAINTEXT"), client_id="kip841")
+    try:
+        body = {"broker_id": 1, "broker_epoch": epoch_of(ours)}
+        _, answer = await connection.send(ApiKey.CONTROLLED_SHUTDOWN, 3, body, timeout=TIMEOUT_S)
+    finally:
+        await connection.close()
+    assert answer["error_code"] == 0
+    await wait_until(lambda: isr_is(isr, [2]), "our broker out of the ISR", timeout=TIMEOUT_S)
+    await ours.wait_event(
+        lambda e: took(e, "stop_replica", "kip841"), timeout=TIMEOUT_S, what="replica stopped"
+    )
+    records = [(0, f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
+    assert await asyncio.to_thread(confluent_round_trip, leader.bootstrap(), "kip841", records) == records
+    # Kafka's ZooKeeper controller keeps it out by stopping its replica (StopReplica, delete=false),
+    # so no leader sees it caught up; acks=all records were acknowledged by the ISR of one.
+    stopped = [e for e in ours.poll_events() if took(e, "stop_replica", "kip841")]
+    assert stopped and stopped[0]["delete"] is False
+    assert await isr() == [2]
+
+
+async def isr_is(read: Callable[[], Any], expected: list[int]) -> bool:
+    return bool(await read() == expected)
