@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
@@ -137,25 +137,14 @@ class GroupWorkload:
 
     def committed(self) -> dict[int, int]:
         """Partition -> the highest offset any member committed."""
-        out: dict[int, int] = {}
-        for member in self.members:
-            for partition, offset in list(member.committed.items()):
-                out[partition] = max(out.get(partition, 0), offset)
-        return out
+        return highest_commits(member.committed for member in self.members)
 
     def drain(self, acked_ends: Mapping[int, int], timeout_s: float) -> bool:
         """Wait until the group has committed past every acknowledged record; False at the deadline."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            committed = self.committed()
-            if all(committed.get(p, 0) >= end for p, end in acked_ends.items()):
-                return True
-            if any(m.error is not None for m in self.members):
-                break
-            time.sleep(0.2)
-        behind = {p: f"{self.committed().get(p, 0)}/{end}" for p, end in acked_ends.items()}
-        log.warning("the group did not commit past every acknowledged record: %s", behind)
-        return False
+        return drain(self.committed, self._member_failed, acked_ends, timeout_s)
+
+    def _member_failed(self) -> bool:
+        return any(m.error is not None for m in self.members)
 
     def stop(self) -> None:
         for member in self.members:
@@ -164,3 +153,33 @@ class GroupWorkload:
         if failed:
             raise ChaosError(f"group members failed: {'; '.join(failed)}")
         log.info("group %s stopped: %d records consumed", self.group, sum(m.consumed for m in self.members))
+
+
+def highest_commits(members: Iterable[Mapping[int, int]]) -> dict[int, int]:
+    """Partition -> the highest offset any of ``members`` (each partition -> its commit) committed."""
+    out: dict[int, int] = {}
+    for committed in members:
+        for partition, offset in list(committed.items()):
+            out[partition] = max(out.get(partition, 0), offset)
+    return out
+
+
+def drain(
+    committed: Callable[[], Mapping[int, int]],
+    failed: Callable[[], bool],
+    acked_ends: Mapping[int, int],
+    timeout_s: float,
+) -> bool:
+    """Wait until ``committed`` reaches every acknowledged end, for any group workload; False at the
+    deadline or as soon as ``failed`` says a member is gone."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        now = committed()
+        if all(now.get(p, 0) >= end for p, end in acked_ends.items()):
+            return True
+        if failed():
+            break
+        time.sleep(0.2)
+    behind = {p: f"{committed().get(p, 0)}/{end}" for p, end in acked_ends.items()}
+    log.warning("the group did not commit past every acknowledged record: %s", behind)
+    return False

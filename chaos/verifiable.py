@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos import ChaosError
+from chaos.group_workload import drain, highest_commits
 from chaos.java_tool import JavaTool
 from chaos.verifiable_events import (
     NO_DELIVERY_REPORT,
@@ -207,25 +208,14 @@ class KafkaGroupWorkload:
 
     def committed(self) -> dict[int, int]:
         """Partition -> the highest offset any member committed."""
-        out: dict[int, int] = {}
-        for member in self.members:
-            for partition, offset in list(member.committed.items()):
-                out[partition] = max(out.get(partition, 0), offset)
-        return out
+        return highest_commits(member.committed for member in self.members)
 
     def drain(self, acked_ends: Mapping[int, int], timeout_s: float) -> bool:
         """Wait until the group has committed past every acknowledged record; False at the deadline."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            committed = self.committed()
-            if all(committed.get(p, 0) >= end for p, end in acked_ends.items()):
-                return True
-            if any(m.tool.exit_status() is not None for m in self.members):
-                break
-            time.sleep(0.2)
-        behind = {p: f"{self.committed().get(p, 0)}/{end}" for p, end in acked_ends.items()}
-        log.warning("the group did not commit past every acknowledged record: %s", behind)
-        return False
+        return drain(self.committed, self._member_exited, acked_ends, timeout_s)
+
+    def _member_exited(self) -> bool:
+        return any(m.tool.exit_status() is not None for m in self.members)
 
     def stop(self) -> None:
         """SIGTERM to every member at once: each commits, leaves the group and prints its last line."""
