@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from broker.config import CONTROL_PLANE_QUEUE_CAPACITY, load
 from daemon.config import ConfigError, env_var_name
+from tests.support.daemon_start import start_with
 from zkstore.znodes import Endpoint
 
-REPO = Path(__file__).resolve().parents[2]
 REQUIRED = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181/kafka"}
 TWO_LISTENERS = {
     "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
@@ -230,17 +227,8 @@ def test_out_of_range_values_name_their_key(key: str, value: str) -> None:
 
 
 def test_command_line_exits_2_naming_the_bad_key(tmp_path: Path) -> None:
-    path = tmp_path / "server.properties"
-    path.write_text("broker.id=1\nzookeeper.connect=127.0.0.1:1/unused\nnum.io.threads=0\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "broker", "--config", str(path)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    properties = "broker.id=1\nzookeeper.connect=127.0.0.1:1/unused\nnum.io.threads=0\n"
+    done = start_with("broker", properties, tmp_path)
     assert done.returncode == 2, done.stderr
     assert "num.io.threads" in done.stderr
 

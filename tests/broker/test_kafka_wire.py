@@ -7,9 +7,6 @@ loopback)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -43,6 +40,7 @@ from protocol import (
 )
 from protocol.ibp import DEFAULT_IBP, KAFKA_3_9, SEEDS
 from tests.broker.network_builders import channel
+from tests.support.daemon_start import start_with
 from tests.support.raw_client import RawClient
 from tests.support.requests import leader_and_isr, stop_replica, topic_id_of, update_metadata
 from tests.support.waiting import wait_until
@@ -50,7 +48,6 @@ from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.znodes import TopicPartition
 
-REPO = Path(__file__).resolve().parents[2]
 REQUIRED = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181/kafka"}
 KAFKA, SEED = WireDialect.KAFKA, WireDialect.SEED
 EPOCH = 50
@@ -80,19 +77,8 @@ def test_ibp_39_reads_kafkas_dialect_and_sends_alter_partition_v3_and_controlled
 
 @pytest.mark.parametrize("ibp", ["2.1", "4.0", "latest"])
 def test_a_bad_ibp_is_refused_at_start_naming_the_key(tmp_path: Path, ibp: str) -> None:
-    path = tmp_path / "server.properties"
-    path.write_text(
-        f"broker.id=1\nzookeeper.connect=127.0.0.1:1/unused\ninter.broker.protocol.version={ibp}\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "broker", "--config", str(path)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    properties = f"broker.id=1\nzookeeper.connect=127.0.0.1:1/unused\ninter.broker.protocol.version={ibp}\n"
+    done = start_with("broker", properties, tmp_path)
     assert done.returncode == 2, done.stderr
     assert "inter.broker.protocol.version" in done.stderr
 
