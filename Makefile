@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test lint typecheck check bench chaos soak campaign fuzz install java maven kafka clients clean compose-test spark-test
+.PHONY: run test mixed lint typecheck check bench chaos soak campaign fuzz install java maven kafka clients clean compose-test spark-test
 
 install: $(STAMP)
 
@@ -77,6 +77,12 @@ test: install java clients kafka
 spark-test: install java
 	$(PY) -m pytest -m spark_cluster tests/pipeline/test_spark_cluster.py
 
+# The long scenarios of a cluster shared with Apache Kafka 3.9 (tests marked mixed): controlled
+# shutdowns and session expiries across implementations. make test runs the short one (the hand-over
+# from our controller to Kafka's and back); CI runs these after make test.
+mixed: install java kafka
+	$(PY) -m pytest -m mixed tests/interop
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -87,12 +93,14 @@ typecheck: install
 # What CI runs: the habits first (they are quick), then the tests.
 check: lint typecheck test
 
-bench: install
+# bench.kafka_anchor measures Apache Kafka 3.9's controller beside ours, so the bench needs Kafka's jars.
+bench: install kafka
 	$(PY) -m bench.codec
 	$(PY) -m bench.zk_read
 	$(PY) -m bench.fanout
 	$(PY) -m bench.failover
 	$(PY) -m bench.controlled_shutdown
+	$(PY) -m bench.kafka_anchor
 	$(PY) -m bench.control_latency
 	$(PY) -m bench.epoch_confirmation
 	$(PY) -m bench.tls

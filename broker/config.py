@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from admin.config_keys import topic_defaults
+from admin.topic_requests import TopicDefaults
 from authorizer.acl_authorizer import AuthorizerSettings
 from broker.config_keys import KEYS
 from broker.group.config import GroupConfig
@@ -30,25 +32,13 @@ from security.config import (
 from zkstore.client_config import zk_security_from_loaded
 from zkstore.security import ZkSecurity
 
-__all__ = ["CONTROL_PLANE_QUEUE_CAPACITY", "KEYS", "BrokerConfig", "TopicDefaults", "from_loaded", "load"]
+__all__ = ["CONTROL_PLANE_QUEUE_CAPACITY", "KEYS", "BrokerConfig", "from_loaded", "load"]
 
 CONTROL_PLANE_QUEUE_CAPACITY = 20
 """Hard-coded in Kafka (``new RequestChannel(20, "ControlPlane", ...)``)."""
 
 _MS_PER_MINUTE = 60_000
 _MS_PER_HOUR = 3_600_000
-
-
-@dataclass(frozen=True)
-class TopicDefaults:
-    auto_create: bool = True
-    """auto.create.topics.enable"""
-    num_partitions: int = 1
-    """num.partitions"""
-    replication_factor: int = 1
-    """default.replication.factor"""
-    delete_topic_enable: bool = True
-    """delete.topic.enable"""
 
 
 @dataclass(frozen=True)
@@ -175,15 +165,6 @@ def _check_broker_id(loaded: LoadedConfig) -> None:
         )
 
 
-def _topic_defaults(loaded: LoadedConfig) -> TopicDefaults:
-    return TopicDefaults(
-        auto_create=loaded["auto.create.topics.enable"],
-        num_partitions=loaded["num.partitions"],
-        replication_factor=loaded["default.replication.factor"],
-        delete_topic_enable=loaded["delete.topic.enable"],
-    )
-
-
 def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
     _check_broker_id(loaded)
     listeners = parse_listeners("listeners", loaded["listeners"])
@@ -239,7 +220,7 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         replica_socket_timeout_s=loaded["replica.socket.timeout.ms"] / 1000.0,
         num_replica_fetchers=loaded["num.replica.fetchers"],
         group=_group_config(loaded),
-        topics=_topic_defaults(loaded),
+        topics=topic_defaults(loaded),
         producer_id_expiration_ms=loaded["producer.id.expiration.ms"],
         controller_epoch_confirmation=loaded["controller.epoch.confirmation.enable"],
         listener_security={

@@ -15,12 +15,13 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from broker.admin_apis import AdminFailure, check_configs
+from admin.errors import AdminFailure
+from admin.topic_configs import TOPIC_CONFIGS, check_configs
 from broker.log import LogConfig
 from broker.metadata_cache import MetadataCache
 from broker.on_loop import answer_on_loop
 from broker.request_channel import Request
-from broker.topic_configs import TOPIC_CONFIGS
+from broker.topic_configs import LOG_FIELDS
 from daemon.config import LoadedConfig
 from placement.errors import AdminError
 from protocol import ErrorCode
@@ -133,10 +134,11 @@ class ConfigApis:
     def _topic_entry(self, name: str, overrides: dict[str, str], synonyms: bool) -> Body:
         spec = TOPIC_CONFIGS[name]
         broker_value, broker_source = self._broker_value(spec.broker_key)
+        log_field = LOG_FIELDS.get(name)
         if (
-            spec.log_field is not None
+            log_field is not None
         ):  # the broker's effective setting (log.retention.hours and the like folded in)
-            broker_value = str(getattr(self.log_defaults, spec.log_field))
+            broker_value = str(getattr(self.log_defaults, log_field))
         found: list[Body] = [
             *(
                 [{"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG}]

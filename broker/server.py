@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 
 from authorizer.acl_authorizer import AclAuthorizer
 from broker.acl_apis import AclApis
@@ -53,7 +51,7 @@ from broker.metrics import BrokerMetrics
 from broker.offsets_api import OffsetsApi
 from broker.planes import ListenerServices, RequestPlanes
 from broker.produce import ProduceApi
-from broker.producer_ids import InitProducerIdApi, ProducerIdManager
+from broker.producer_ids import InitProducerIdApi
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager
 from broker.request_channel import Outcome, Request
@@ -68,6 +66,8 @@ from zkstore import cluster_reads, topic_writes, znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.batch_read import get_data_many
 from zkstore.client_metrics import ZooKeeperClientMetrics
+from zkstore.cluster_id import read_cluster_id
+from zkstore.producer_id_blocks import ProducerIdManager
 from zkstore.registration import register_broker
 from zkstore.users import read_scram_credential
 from zkstore.znodes import TopicPartition
@@ -278,7 +278,7 @@ class BrokerServer:
         self.zk.on_connection_event(self._on_connection_event)
         if self.config.authorizer.enabled:
             await self.authorizer.start()
-        self.cluster_id = await cluster_id(self.zk)
+        self.cluster_id = await read_cluster_id(self.zk)
         loop = asyncio.get_running_loop()
         self.group_coordinator.bind(loop)
         existing = await cluster_reads.partition_count(self.zk, OFFSETS_TOPIC)
@@ -549,20 +549,3 @@ class BrokerServer:
             timeout_s=config.controller_socket_timeout_s,
             version=config.control_wire.controlled_shutdown,
         ).run()
-
-
-CLUSTER_ID = "/cluster/id"
-
-
-async def cluster_id(zk: AsyncZooKeeper) -> str:
-    """The cluster's id from ``/cluster/id``, created on first start as Kafka does."""
-    await zk.ensure_path("/cluster")
-    candidate = znodes.format_topic_id(uuid.uuid4())
-    with contextlib.suppress(NodeExistsError):
-        await zk.create(CLUSTER_ID, json.dumps({"version": "1", "id": candidate}).encode())
-    data, _ = await zk.get(CLUSTER_ID)
-    try:
-        return str(json.loads(data)["id"])
-    except (ValueError, KeyError, TypeError):
-        log.error("%s holds %r, not Kafka's JSON; using it as the id", CLUSTER_ID, data[:60])
-        return data.decode("utf-8", "replace")

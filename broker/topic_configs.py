@@ -1,5 +1,7 @@
-"""Topic-level configs: Kafka's names, their broker-wide synonyms, and the overrides in ZooKeeper
-applied at runtime, without restarts.
+"""Topic-level config overrides in ZooKeeper, applied to this broker's logs at runtime, without restarts.
+
+Kafka's names, synonyms and value checks are :mod:`admin.topic_configs`, shared with the Admin API's
+checks before anything is written; this module applies what is in ZooKeeper.
 
 Overrides live in ``/config/topics/<topic>`` (``{"version":1,"config":{...}}``, Kafka's layout). Each
 change is announced by a sequential ``/config/changes/config_change_`` naming ``topics/<topic>``;
@@ -16,11 +18,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
+from admin.topic_configs import InvalidTopicConfig, check_value, cleanup_policies
 from broker.log import LogConfig
 from daemon.supervision import start_supervised
 from placement.errors import AdminError
@@ -33,67 +36,15 @@ log = logging.getLogger("broker.topic_configs")
 TOPIC_CONFIGS_PATH = "/config/topics"
 
 
-@dataclass(frozen=True)
-class TopicConfig:
-    """One topic-level config this cluster applies: its broker-wide synonym and how it is checked."""
-
-    name: str
-    broker_key: str
-    kind: str
-    """``long``, ``int``, ``string`` or ``boolean``, as Kafka's ConfigDef types it."""
-    log_field: str | None = None
-    """The :class:`LogConfig` field it sets, if any."""
-    minimum: int | None = None
-
-
-TOPIC_CONFIGS: dict[str, TopicConfig] = {
-    c.name: c
-    for c in (
-        TopicConfig("cleanup.policy", "log.cleanup.policy", "string"),
-        TopicConfig("retention.ms", "log.retention.ms", "long", "retention_ms", minimum=-1),
-        TopicConfig("retention.bytes", "log.retention.bytes", "long", "retention_bytes", minimum=-1),
-        TopicConfig("segment.bytes", "log.segment.bytes", "int", "segment_bytes", minimum=14),
-        TopicConfig("segment.ms", "log.roll.ms", "long", "segment_ms", minimum=1),
-        TopicConfig("max.message.bytes", "message.max.bytes", "int", "max_batch_bytes", minimum=0),
-        TopicConfig(
-            "index.interval.bytes", "log.index.interval.bytes", "int", "index_interval_bytes", minimum=0
-        ),
-        TopicConfig("min.insync.replicas", "min.insync.replicas", "int", minimum=1),
-        TopicConfig("unclean.leader.election.enable", "unclean.leader.election.enable", "boolean"),
-    )
+LOG_FIELDS: dict[str, str] = {
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "max.message.bytes": "max_batch_bytes",
+    "index.interval.bytes": "index_interval_bytes",
 }
-"""The topic configs DescribeConfigs lists; Kafka's other topic config names are accepted and stored."""
-
-
-class InvalidTopicConfig(ValueError):
-    """A value Kafka would refuse with INVALID_CONFIG; the message names the key."""
-
-
-def check_value(name: str, value: str) -> None:
-    spec = TOPIC_CONFIGS.get(name)
-    if spec is None:
-        return
-    if spec.kind in ("long", "int"):
-        try:
-            number = int(value)
-        except ValueError:
-            raise InvalidTopicConfig(
-                f"Invalid value {value} for configuration {name}: Not a number"
-            ) from None
-        if spec.minimum is not None and number < spec.minimum:
-            raise InvalidTopicConfig(
-                f"Invalid value {value} for configuration {name}: must be at least {spec.minimum}"
-            )
-    elif spec.kind == "boolean" and value.lower() not in ("true", "false"):
-        raise InvalidTopicConfig(
-            f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
-        )
-    if name == "cleanup.policy" and not cleanup_policies(value) <= {"delete", "compact"}:
-        raise InvalidTopicConfig(f"Invalid value {value} for configuration cleanup.policy")
-
-
-def cleanup_policies(value: str) -> set[str]:
-    return {p.strip() for p in value.split(",") if p.strip()} or {""}
+"""The :class:`LogConfig` field each topic config sets, for those that set one."""
 
 
 def log_config_for(base: LogConfig, overrides: Mapping[str, str]) -> LogConfig:
@@ -102,11 +53,7 @@ def log_config_for(base: LogConfig, overrides: Mapping[str, str]) -> LogConfig:
     A ``cleanup.policy`` without ``delete`` (``__consumer_offsets``' ``compact``, as Kafka stores it)
     turns time and size retention off, as in Kafka; nothing is compacted here, so such a log is kept
     whole."""
-    changes = {
-        spec.log_field: int(overrides[name])
-        for name, spec in TOPIC_CONFIGS.items()
-        if spec.log_field is not None and name in overrides
-    }
+    changes = {field: int(overrides[name]) for name, field in LOG_FIELDS.items() if name in overrides}
     if "delete" not in cleanup_policies(overrides.get("cleanup.policy", "delete")):
         changes.update(retention_ms=-1, retention_bytes=-1)
     return replace(base, **changes) if changes else base

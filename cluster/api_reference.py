@@ -49,6 +49,8 @@ class Served:
     controller: frozenset[int]
     forwarded: frozenset[int]
     """Admin API requests a broker takes and passes on to the active controller."""
+    clients: frozenset[int] = frozenset()
+    """What the controller answers clients of Kafka brokers that take it for a broker."""
 
 
 def served(scratch: Path) -> Served:
@@ -56,6 +58,7 @@ def served(scratch: Path) -> Served:
     listener."""
     from broker.config import load as broker_config
     from broker.server import BrokerServer
+    from controller.client_apis import CLIENT_APIS
     from controller.daemon import FORWARDED_APIS, RPC_APIS
 
     broker = BrokerServer(
@@ -73,6 +76,7 @@ def served(scratch: Path) -> Served:
         broker=frozenset(broker.apis.api_keys),
         controller=frozenset(RPC_APIS),
         forwarded=frozenset(FORWARDED_APIS),
+        clients=frozenset(CLIENT_APIS),
     )
 
 
@@ -116,14 +120,16 @@ def _notes(key: int, served: Served) -> list[str]:
     if key in MAX_BROKER_EPOCH_VERSIONS:
         version = MAX_BROKER_EPOCH_VERSIONS[ApiKey(key)]
         notes.append(f"v{version} (seed): seed 002's variant, `max_broker_epoch`, SEED dialect only")
-    if key in served.controller and key not in served.forwarded:
+    if key in served.clients:
+        notes.append("also answered by the controller to clients of Kafka 3.9 brokers")
+    elif key in served.controller and key not in served.forwarded:
         notes.append("broker → active controller")
     if key in KAFKA_3_9_VERSIONS:
         version = KAFKA_3_9_VERSIONS[ApiKey(key)]
         only = ", KAFKA dialect only" if MAX_BROKER_EPOCH_VERSIONS.get(ApiKey(key)) == version else ""
         notes.append(f"v{version}: Apache Kafka's{only}, what Kafka 3.9 sends (IBP 3.9)")
     if key in served.forwarded:
-        notes.append("forwarded by the broker to the active controller")
+        notes.append("forwarded by the broker to the active controller; Kafka's clients send it there directly")
     if key in ADVERTISED_MAX_VERSIONS:
         notes.append(
             f"ApiVersions offers clients up to v{ADVERTISED_MAX_VERSIONS[key]}; the later versions serve "

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from broker.admin_apis import AdminFailure, check_configs
+from admin.errors import AdminFailure
+from admin.topic_configs import check_configs
 from cluster import admin_cli, kafka_flags, users_cli
 from placement.errors import AdminError
 from zkstore import entity_configs, znodes

@@ -37,6 +37,10 @@ ResponseCallback = Callable[[OutgoingRequest, dict[str, Any]], None]
 _DOMAIN, _TYPE = "kafka.controller", "ControllerChannelManager"
 
 
+Marks = dict[int, tuple["_Broker", int]]
+"""Broker id -> (its channel, how many requests had been queued on it)."""
+
+
 @dataclass(slots=True)
 class _QueueItem:
     request: OutgoingRequest
@@ -55,6 +59,10 @@ class _Broker:
     queue: asyncio.Queue[_QueueItem] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
     connection: KafkaConnection | None = None
+    queued: int = 0
+    """Requests ever queued for this channel."""
+    answered: int = 0
+    """Of those, how many have been answered (in queue order)."""
 
     @property
     def endpoint(self) -> str:
@@ -180,6 +188,19 @@ class ChannelManager:
             )
             return
         broker.queue.put_nowait(_QueueItem(request, callback, time.monotonic()))
+        broker.queued += 1
+
+    def marks(self) -> Marks:
+        """Where each channel's queue ends now, for :meth:`delivered`."""
+        return {broker_id: (broker, broker.queued) for broker_id, broker in self._brokers.items()}
+
+    def delivered(self, marks: Marks) -> bool:
+        """Whether every request queued before ``marks`` was taken has been answered, or its channel
+        closed since (a broker that left, or one re-added with a fresh channel and full metadata)."""
+        return all(
+            self._brokers.get(broker_id) is not broker or broker.answered >= mark
+            for broker_id, (broker, mark) in marks.items()
+        )
 
     def queue_size(self, broker_id: int) -> int:
         """Requests waiting for ``broker_id``, not counting the one in flight; 0 for an unknown broker."""
@@ -210,6 +231,7 @@ class ChannelManager:
                 if self._queue_time is not None:
                     self._queue_time.labels(str(broker.broker_id)).observe(queue_ms)
                 response = await self._deliver(broker, item.request)
+                broker.answered += 1
                 self._emit_response(broker, item.request, response, queue_ms)
                 if item.callback is not None:
                     try:

@@ -12,6 +12,8 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from admin.config_keys import TOPIC_DEFAULT_KEYS, topic_defaults
+from admin.topic_requests import TopicDefaults
 from authorizer.acl_authorizer import AUTHORIZER_KEYS, AuthorizerSettings
 from controller.request_batch import EpochProtocol
 from daemon.config import (
@@ -82,15 +84,18 @@ KEYS = (
         "listeners",
         "list",
         ["PLAINTEXT://127.0.0.1:0"],
-        doc="the one RPC listener brokers send ControlledShutdown and AlterPartition to "
-        "(port 0: any free port)",
+        doc="the RPC listener brokers send ControlledShutdown and AlterPartition to (port 0: any free "
+        "port), then any client listeners: at IBP `3.4` and later UpdateMetadata lists the controller "
+        "under each one's name, so clients of Kafka brokers' listener of that name reach it for the "
+        "controller-bound Admin API ([controller](controller.md#clients-of-kafka-brokers))",
     ),
     ConfigKey(
         "advertised.listeners",
         "list",
         None,
         shown_default="`listeners`",
-        doc="the endpoint published in `/controller` (a wildcard host becomes the machine's name)",
+        doc="the endpoints published, by listener name: the RPC listener's in `/controller`, the others "
+        "in UpdateMetadata (a wildcard host becomes the machine's name)",
     ),
     LISTENER_SECURITY_PROTOCOL_MAP,
     *SECURITY_KEYS,
@@ -152,6 +157,7 @@ KEYS = (
         True,
         doc="act on `/admin/delete_topics`; when false the requests are removed and the topics kept",
     ),
+    *TOPIC_DEFAULT_KEYS,
     ConfigKey(
         "controller.socket.timeout.ms",
         "int",
@@ -168,6 +174,24 @@ KEYS = (
         doc="directory of the JSON-lines event log `events.jsonl` ([events](events.md)); empty: none",
     ),
 )
+
+
+@dataclass(frozen=True)
+class ClientListener:
+    """A listener where clients that take the controller for a broker reach it (Kafka 3.9 clusters)."""
+
+    listener: Endpoint
+    advertised: Endpoint
+    security: ListenerSecurity | None
+    """TLS and SASL; None: PLAINTEXT."""
+
+    @property
+    def name(self) -> str:
+        return self.listener.listener_name
+
+    @property
+    def protocol(self) -> str:
+        return self.security.protocol if self.security is not None else "PLAINTEXT"
 
 
 @dataclass(frozen=True)
@@ -202,6 +226,10 @@ class ControllerConfig:
     """TLS and SASL on the RPC listener; None: PLAINTEXT."""
     client_security: Callable[[str], ClientSecurity] | None = None
     """How this controller dials a broker listener of the given security protocol."""
+    client_listeners: tuple[ClientListener, ...] = ()
+    """``listeners`` after the first: where clients of Kafka brokers reach this controller."""
+    topic_defaults: TopicDefaults = field(default_factory=TopicDefaults)
+    """What CreateTopics and Metadata's auto-creation leave open, from clients of Kafka brokers."""
     loaded: LoadedConfig | None = None
 
     @property
@@ -235,18 +263,41 @@ def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
             f"broker id: controller ids start at {highest_broker + 1}, so that none is also a broker's",
         )
     listeners = parse_listeners("listeners", loaded["listeners"])
-    if len(listeners) != 1:
-        raise ConfigError("listeners", f"the controller has exactly one RPC listener, got {len(listeners)}")
-    advertised = listeners[0]
+    if not listeners:
+        raise ConfigError("listeners", "the controller needs its RPC listener")
+    published = {e.listener_name: e for e in listeners}
     if loaded["advertised.listeners"]:
-        adv = parse_listeners("advertised.listeners", loaded["advertised.listeners"])
-        if len(adv) != 1 or adv[0].listener_name != listeners[0].listener_name:
-            raise ConfigError("advertised.listeners", "must name the one listener of listeners")
-        advertised = adv[0]
+        for adv in parse_listeners("advertised.listeners", loaded["advertised.listeners"]):
+            if adv.listener_name not in published:
+                raise ConfigError("advertised.listeners", f"{adv.listener_name} is not in listeners")
+            published[adv.listener_name] = adv
     name = listeners[0].listener_name
+    advertised = published[name]
     # Unmapped, a listener not named after a protocol is PLAINTEXT: the RPC listener predates the map.
     unmapped = not loaded["listener.security.protocol.map"] and name not in PROTOCOLS
     protocol = "PLAINTEXT" if unmapped else security_protocols(loaded, [name])[name]
+    extra = [e.listener_name for e in listeners[1:]]
+    broker_facing = {
+        loaded["inter.broker.listener.name"].upper(),
+        loaded["control.plane.listener.name"].upper(),
+    }
+    if clash := broker_facing.intersection(extra):
+        raise ConfigError(
+            "listeners",
+            f"{sorted(clash)[0]} names the RPC listener for brokers (inter.broker.listener.name or "
+            "control.plane.listener.name): a client listener needs a name of its own",
+        )
+    extra_protocols = security_protocols(loaded, extra) if extra else {}
+    clients = tuple(
+        ClientListener(
+            e,
+            published[e.listener_name],
+            None
+            if extra_protocols[e.listener_name] == "PLAINTEXT"
+            else listener_security(loaded, e.listener_name, extra_protocols[e.listener_name]),
+        )
+        for e in listeners[1:]
+    )
     session_ms = loaded["zookeeper.session.timeout.ms"]
     connection_ms = loaded["zookeeper.connection.timeout.ms"] or session_ms
     return ControllerConfig(
@@ -274,6 +325,8 @@ def from_loaded(loaded: LoadedConfig) -> ControllerConfig:
         log_dir=loaded["log.dir"],
         listener_security=None if protocol == "PLAINTEXT" else listener_security(loaded, name, protocol),
         client_security=client_security(loaded, name),
+        client_listeners=clients,
+        topic_defaults=topic_defaults(loaded),
         zk_security=zk_security_from_loaded(loaded),
         authorizer=AuthorizerSettings.from_loaded(loaded),
         loaded=loaded,

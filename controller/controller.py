@@ -21,6 +21,7 @@ from controller.channel import ChannelManager
 from controller.config import ControllerConfig
 from controller.context import ControllerContext
 from controller.event_manager import EventManager, EventTimings
+from controller.events import ControllerState
 from controller.handlers import admin_requests, responses
 from controller.handlers.brokers import BrokerChanges
 from controller.handlers.controlled_shutdown import ControlledShutdowns
@@ -36,10 +37,11 @@ from controller.stats import ControllerStats
 from controller.store import ControllerStore
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
-from protocol import ApiKey, ErrorCode
+from protocol import UNKNOWN_BROKER_EPOCH, ApiKey, ErrorCode
 from protocol.error_response import error_response_body
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.fencing import ControllerMoved
+from zkstore.producer_id_blocks import claim_block
 from zkstore.znodes import Endpoint
 
 log = logging.getLogger("controller")
@@ -75,7 +77,7 @@ class Controller:
         self.stats = ControllerStats()
         self.event_log = event_log or EventLog(None, f"controller-{self.id}")
         self.event_manager = EventManager(self._process, timings)
-        channel = ChannelManager(
+        self.channel = channel = ChannelManager(
             self.id, socket_timeout_s=config.socket_timeout_s, events=self.event_log, metrics=metrics
         )
         self.services = ControllerServices(
@@ -133,15 +135,20 @@ class Controller:
     def is_active(self) -> bool:
         return self.services.is_active
 
+    def idle(self) -> bool:
+        """No event is being handled or waiting: every decision made so far has queued its requests."""
+        return self.event_manager.size == 0 and self.event_manager.state is ControllerState.IDLE
+
     @property
     def rpc_endpoint(self) -> Endpoint:
         return self.election.rpc_endpoint
 
-    def set_rpc_endpoint(self, endpoint: Endpoint) -> None:
+    def set_rpc_endpoint(self, endpoint: Endpoint, clients: tuple[tuple[Endpoint, str], ...] = ()) -> None:
         """Where brokers reach our RPC listener (published in ``/controller`` when we win, and, on Kafka
-        3.9's wire, among UpdateMetadata's live brokers)."""
+        3.9's wire, among UpdateMetadata's live brokers), and clients our client listeners (endpoint,
+        security protocol; listed there too)."""
         self.election.rpc_endpoint = endpoint
-        self.services.advertise(endpoint)
+        self.services.advertise(endpoint, clients)
 
     async def start(self) -> None:
         """Connect to ZooKeeper and start competing for leadership."""
@@ -236,6 +243,33 @@ class Controller:
         reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.event_manager.put(events.AlterPartitionReceived(request=request, version=version, reply=reply))
         return await reply
+
+    async def handle_allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> dict[str, Any]:
+        """A block of producer ids for a Kafka broker (IBP 3.0-IV0 and later ask the controller): refused
+        NOT_CONTROLLER unless active, BROKER_ID_NOT_REGISTERED for an unknown broker, STALE_BROKER_EPOCH
+        for an older generation of it (Kafka's checks); otherwise claimed in ZooKeeper in its name."""
+
+        def answer(code: ErrorCode, start: int = -1, length: int = 0) -> dict[str, Any]:
+            return {
+                "throttle_time_ms": 0,
+                "error_code": code,
+                "producer_id_start": start,
+                "producer_id_len": length,
+            }
+
+        if not self.is_active:
+            return answer(ErrorCode.NOT_CONTROLLER)
+        live = self.context.brokers.get(broker_id)
+        if live is None:
+            return answer(ErrorCode.BROKER_ID_NOT_REGISTERED)
+        if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < live.epoch:
+            return answer(ErrorCode.STALE_BROKER_EPOCH)
+        block, attempts = await claim_block(self.zk, broker_id)
+        log.info("producer ids %d-%d allocated to broker %d", block.first, block.last, broker_id)
+        self.event_log.emit(
+            "producer_ids_allocated", broker=broker_id, first=block.first, last=block.last, attempts=attempts
+        )
+        return answer(ErrorCode.NONE, block.first, block.size)
 
     async def handle_admin_request(
         self, api_key: ApiKey, request: dict[str, Any], version: int

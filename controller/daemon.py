@@ -1,18 +1,23 @@
-"""Run one controller candidate: its RPC listener, metrics endpoint, event log and the controller.
+"""Run one controller candidate: its listeners, metrics endpoint, event log and the controller.
 
-The RPC listener answers the requests brokers send the controller, ControlledShutdown and
-AlterPartition, and the Admin API requests brokers forward to it (ElectLeaders and the reassignment
-APIs), by turning them into controller events; it starts before the candidate competes, so the
-endpoint it publishes in ``/controller`` is already serving. It answers ApiVersions too, with the
-versions of those APIs it serves: Kafka's brokers ask it first on their channel to the controller.
+The RPC listener answers the requests brokers send the controller, ControlledShutdown, AlterPartition
+and AllocateProducerIds, and the Admin API requests brokers forward to it (ElectLeaders and the
+reassignment APIs), by turning them into controller events; it starts before the candidate competes,
+so the endpoint it publishes in ``/controller`` is already serving. It answers ApiVersions too, with
+the versions of the APIs it serves: Kafka's brokers ask it first on their channel to the controller.
+Every listener also answers clients that take the controller for a broker (``controller.client_apis``);
+the client listeners, ``listeners`` after the first, are where Kafka's brokers send their clients.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from admin.topic_requests import TopicRequests
 from authorizer.acl_authorizer import AclAuthorizer
+from controller.client_apis import CLIENT_APIS, ClientApis, ContextView
 from controller.config import ControllerConfig
 from controller.controller import Controller
 from controller.metrics import ControllerMetrics
@@ -32,15 +37,17 @@ from protocol import (
 from security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from security.sasl import ScramCredential
 from zkstore.client_metrics import ZooKeeperClientMetrics
+from zkstore.producer_id_blocks import ProducerIdManager
 from zkstore.users import read_scram_credential
+from zkstore.znodes import Endpoint
 
 FORWARDED_APIS = frozenset(
     {ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS}
 )
 """Admin API requests that brokers forward to the active controller."""
-RPC_APIS = (
-    frozenset({ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION, ApiKey.API_VERSIONS}) | FORWARDED_APIS
-)
+BROKER_APIS = frozenset({ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION, ApiKey.ALLOCATE_PRODUCER_IDS})
+"""What brokers ask the controller itself; with an authorizer on, ClusterAction is required."""
+RPC_APIS = BROKER_APIS | FORWARDED_APIS | CLIENT_APIS | {ApiKey.API_VERSIONS}
 
 
 def api_versions_body() -> dict[str, Any]:
@@ -84,16 +91,38 @@ class ControllerDaemon:
             exempt_listeners=(),
             on_refused=count,
         )
-        self.rpc = RequestServer(
-            self._handle,
-            name="controller-rpc",
-            api_keys=RPC_APIS,
-            quotas=quotas,
-            idle_s=config.connections_max_idle_ms / 1000,
-            on_closed=count,
-            security=config.listener_security,
-            credentials=self._scram_credential,
-            api_versions=api_versions_frame,
+
+        def server(name: str, served_as: str, security: Any) -> RequestServer:
+            return RequestServer(
+                partial(self._handle, served_as),
+                name=f"controller-{name.lower()}",
+                api_keys=RPC_APIS,
+                quotas=quotas,
+                idle_s=config.connections_max_idle_ms / 1000,
+                on_closed=count,
+                security=security,
+                credentials=self._scram_credential,
+                api_versions=api_versions_frame,
+            )
+
+        # the RPC listener answers clients as the inter-broker listener's (its name in UpdateMetadata)
+        self.rpc = server("rpc", config.inter_broker_listener_name, config.listener_security)
+        self.client_servers = {c.name: server(c.name, c.name, c.security) for c in config.client_listeners}
+        self._client_endpoints: dict[str, Endpoint] = {}
+        controller = self.controller
+        self.clients = ClientApis(
+            controller.context,
+            controller.zk,
+            lambda: controller.is_active,
+            TopicRequests(
+                lambda: controller.zk,
+                ContextView(controller.context, controller.channel, controller.idle),
+                self.event_log,
+                config.topic_defaults,
+            ),
+            ProducerIdManager(controller.zk, config.controller_id, self.event_log),
+            own_endpoints=lambda: self._client_endpoints,
+            inter_broker_listener=config.inter_broker_listener_name,
         )
         self.authorizer = AclAuthorizer(self.controller.zk, config.authorizer)
         self.denied = self.metrics.meter(
@@ -135,32 +164,48 @@ class ControllerDaemon:
         )
         return True
 
-    async def _handle(self, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
-        if header.api_key == ApiKey.API_VERSIONS:  # no authorization, as in Kafka
+    async def _handle(self, listener: str, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
+        key = ApiKey(header.api_key)
+        if key == ApiKey.API_VERSIONS:  # no authorization, as in Kafka
             return api_versions_body()
-        if self._refused(header):
+        if (key in BROKER_APIS or self.config.authorizer.enabled) and self._refused(header):
+            # Client requests are not authorized one by one here: with an authorizer on, only
+            # principals allowed ClusterAction (brokers, operators) are served.
             code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             return error_response_body(header.api_key, header.api_version, code, body)
-        if header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
+        if key == ApiKey.CONTROLLED_SHUTDOWN:
             return await self.controller.handle_controlled_shutdown(
                 body["broker_id"], body["broker_epoch"], header.api_version
             )
-        if header.api_key in FORWARDED_APIS:
-            return await self.controller.handle_admin_request(
-                ApiKey(header.api_key), body, header.api_version
-            )
-        return await self.controller.handle_alter_partition(body, header.api_version)
+        if key == ApiKey.ALTER_PARTITION:
+            return await self.controller.handle_alter_partition(body, header.api_version)
+        if key == ApiKey.ALLOCATE_PRODUCER_IDS:
+            return await self.controller.handle_allocate_producer_ids(body["broker_id"], body["broker_epoch"])
+        if key in FORWARDED_APIS:
+            return await self.controller.handle_admin_request(key, body, header.api_version)
+        return await self.clients.handle(listener, key, header.api_version, body)
 
     async def start(self) -> None:
         listener = self.config.listener
         port = await self.rpc.start(listener.host or "0.0.0.0", listener.port)
-        self.controller.set_rpc_endpoint(advertised(self.config.advertised, port))
+        rpc = advertised(self.config.advertised, port)
+        for name in self.config.broker_facing_listener_names:
+            self._client_endpoints[name] = rpc
+        clients = []
+        for client in self.config.client_listeners:
+            bound = await self.client_servers[client.name].start(
+                client.listener.host or "0.0.0.0", client.listener.port
+            )
+            self._client_endpoints[client.name] = advertised(client.advertised, bound)
+            clients.append((self._client_endpoints[client.name], client.protocol))
+        self.controller.set_rpc_endpoint(rpc, tuple(clients))
         if self.config.metrics_port is not None:
             self.metrics_port = self.metrics.serve(self.config.metrics_port)
         self.event_log.emit(
             "controller_started",
             controller_id=self.config.controller_id,
             rpc_endpoint=self.controller.rpc_endpoint.connection_string,
+            client_endpoints=[e.connection_string for e, _ in clients],
             metrics_port=self.metrics_port,
             inter_broker_protocol_version=self.config.inter_broker_protocol_version,
             epoch_protocol=self.config.epoch_protocol.value,
@@ -171,6 +216,8 @@ class ControllerDaemon:
 
     async def stop(self) -> None:
         await self.rpc.close()
+        for server in self.client_servers.values():
+            await server.close()
         if self.config.authorizer.enabled:
             await self.authorizer.stop()
         await self.controller.stop()

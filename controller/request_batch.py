@@ -117,16 +117,27 @@ class StopReplicaState:
 
 
 def controller_as_live_broker(
-    controller_id: int, endpoint: Endpoint, security_protocol: str, listener_names: Iterable[str]
+    controller_id: int,
+    endpoint: Endpoint,
+    security_protocol: str,
+    listener_names: Iterable[str],
+    clients: Iterable[tuple[Endpoint, str]] = (),
 ) -> dict[str, Any]:
     """UpdateMetadata's entry listing a controller among the live brokers: its RPC endpoint under each of
     ``listener_names``, the names Kafka's brokers look the controller up by (the control-plane
     listener, else the inter-broker one, for AlterPartition; the inter-broker one for
-    ControlledShutdown)."""
-    protocol_id = SECURITY_PROTOCOL_IDS.get(security_protocol, 0)
+    ControlledShutdown), and each client listener (endpoint, security protocol) under its own name."""
+    names = dict.fromkeys(listener_names)
+    listed = [(name, endpoint, security_protocol) for name in names]
+    listed += [(ep.listener_name, ep, protocol) for ep, protocol in clients if ep.listener_name not in names]
     endpoints = [
-        {"port": endpoint.port, "host": endpoint.host, "listener": name, "security_protocol": protocol_id}
-        for name in dict.fromkeys(listener_names)
+        {
+            "port": ep.port,
+            "host": ep.host,
+            "listener": name,
+            "security_protocol": SECURITY_PROTOCOL_IDS.get(protocol, 0),
+        }
+        for name, ep, protocol in listed
     ]
     return {"id": controller_id, "endpoints": endpoints, "rack": None}
 

@@ -96,9 +96,10 @@ class ControllerServices:
 
     # -- requests to brokers
 
-    def advertise(self, endpoint: Endpoint) -> None:
-        """Where brokers reach the RPC listener: on Kafka 3.9's wire, UpdateMetadata lists this controller
-        among the live brokers there, under the listener names Kafka's brokers look it up by."""
+    def advertise(self, endpoint: Endpoint, clients: tuple[tuple[Endpoint, str], ...] = ()) -> None:
+        """Where brokers reach the RPC listener, and clients the client listeners (endpoint, security
+        protocol): on Kafka 3.9's wire, UpdateMetadata lists this controller among the live brokers
+        there, the RPC listener under the names Kafka's brokers look it up by."""
         config = self.config
         if config.listed_as_broker:
             self._as_broker = controller_as_live_broker(
@@ -106,6 +107,7 @@ class ControllerServices:
                 endpoint,
                 config.listener_protocol,
                 config.broker_facing_listener_names,
+                clients,
             )
 
     def new_batch(self) -> RequestBatch:

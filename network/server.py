@@ -25,11 +25,16 @@ from protocol import DEFAULT_MAX_FRAME_SIZE, ProtocolError, RequestHeader, encod
 from security.config import ListenerSecurity
 from security.principal import ANONYMOUS
 
-__all__ = ["RequestContext", "RequestHandler", "RequestServer", "current_request"]
+__all__ = ["CloseConnection", "RequestContext", "RequestHandler", "RequestServer", "current_request"]
 
 log = logging.getLogger("network.server")
 
 RequestHandler = Callable[[RequestHeader, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class CloseConnection(Exception):
+    """Raised by a handler that answers a request by closing its connection (logged with the reason, as
+    Kafka closes a connection it will not serve)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +128,8 @@ class RequestServer:
         try:
             response = await self.handler(header, body)
             return Ready(encode_response(key, version, header.correlation_id, response))
+        except CloseConnection as exc:
+            return Ready(Close(str(exc)))
         except Exception as exc:
             log.exception(
                 "%s: handling API key %d v%d (correlation id %d) from %s failed",

@@ -16,6 +16,7 @@ from protocol.headers import (
 )
 from protocol.message_codec import MessageCodec
 from protocol.messages import (
+    allocate_producer_ids,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -97,6 +98,7 @@ APIS: dict[int, ApiSpec] = {
         describe_acls.SPEC,
         create_acls.SPEC,
         delete_acls.SPEC,
+        allocate_producer_ids.SPEC,
     )
 }
 

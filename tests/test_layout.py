@@ -23,6 +23,7 @@ FLOORS: dict[str, int] = {
     "network": 3,
     "zkstore": 4,
     "authorizer": 5,
+    "admin": 5,
     "controller": 6,
     "broker": 6,
     "zkserver": 7,

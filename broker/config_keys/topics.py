@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from daemon.config import ConfigKey, at_least
+from admin.config_keys import TOPIC_DEFAULT_KEYS
+from daemon.config import ConfigKey
 
 __all__ = ["TOPIC_KEYS"]
 
 TOPIC_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey(
-        "auto.create.topics.enable",
-        "bool",
-        True,
-        doc="a Metadata request for an unknown topic creates it (unless the request says not to)",
-    ),
-    ConfigKey(
-        "num.partitions", "int", 1, check=at_least(1), doc="partitions of a topic created without a count"
-    ),
-    ConfigKey(
-        "default.replication.factor",
-        "int",
-        1,
-        check=at_least(1),
-        doc="replication factor of a topic created without one",
-    ),
+    *TOPIC_DEFAULT_KEYS,
     ConfigKey(
         "delete.topic.enable",
         "bool",

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from broker.producer_ids import PRODUCER_ID_BLOCK_PATH
 from cluster.processes import BrokerProcess
 from protocol import ApiKey, ErrorCode
 from protocol.record_batch import build_batch
 from tests.support.cluster import Cluster
 from tests.support.waiting import wait_until
 from tests.support.zookeeper import partition_state
+from zkstore.producer_id_blocks import PRODUCER_ID_BLOCK_PATH
 
 pytestmark = pytest.mark.zookeeper
 

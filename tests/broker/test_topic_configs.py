@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from broker.admin_apis import AdminFailure, check_configs
+from admin.errors import AdminFailure
+from admin.topic_configs import InvalidTopicConfig, check_configs, check_value
 from broker.config_apis import BROKER, DELETE, SET, ConfigApis, _incremental
 from broker.log import LogConfig
-from broker.topic_configs import InvalidTopicConfig, check_value, log_config_for
+from broker.topic_configs import log_config_for
 from protocol import ErrorCode
 from tests.support.clients import DEADLINE_S
 from tests.support.cluster import Cluster

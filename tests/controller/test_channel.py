@@ -461,3 +461,32 @@ async def test_shutdown_closes_every_connection(broker: FakeBroker) -> None:
     await manager.shutdown()
     assert manager.broker_ids == set()
     await wait_until(lambda: broker.open_connections == 0, "every connection to close")
+
+
+async def test_marks_are_delivered_once_every_request_queued_before_them_is_answered(
+    broker: FakeBroker,
+) -> None:
+    """What a topic request waits on before it answers: the brokers told of the decision."""
+    broker.hold()
+    port = await broker.start()
+    manager = ChannelManager(1, **FAST)
+    manager.add_broker(1, "127.0.0.1", port)
+    responses = Responses()
+    manager.send(leader_and_isr(1, "t0"), responses)
+    manager.send(update_metadata(1), responses)
+    marks = manager.marks()
+    manager.send(leader_and_isr(1, "later"), responses)  # queued after the marks: not waited for
+    assert not manager.delivered(marks)
+    broker.release()
+    await wait_until(lambda: len(responses.calls) == 1, "the first answer")
+    assert not manager.delivered(marks)
+    broker.release()
+    await wait_until(lambda: manager.delivered(marks), "both answers")
+    assert len(responses.calls) == 2
+
+    pending = manager.marks()  # "later" is still unanswered
+    assert not manager.delivered(pending)
+    manager.remove_broker(1)  # a broker that left has nothing left to be told
+    assert manager.delivered(pending)
+    broker.release()
+    await manager.shutdown()

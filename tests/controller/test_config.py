@@ -116,6 +116,24 @@ def test_environment_overrides_the_properties_file(tmp_path: Path) -> None:
     assert config.loaded.origins["delete.topic.enable"] == "default"
 
 
+def test_listeners_after_the_first_are_client_listeners_with_their_own_security() -> None:
+    settings = {
+        "KAFKA_LISTENERS": "INTERNAL://0.0.0.0:9099,CLIENTS://0.0.0.0:9092",
+        "KAFKA_ADVERTISED_LISTENERS": "CLIENTS://controller-1:9092",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "INTERNAL:PLAINTEXT,CLIENTS:PLAINTEXT,SECURED:SSL",
+        "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+    }
+    config = load_env(**settings)
+    assert config.listener == Endpoint("INTERNAL", "0.0.0.0", 9099)
+    (clients,) = config.client_listeners
+    assert (clients.name, clients.advertised, clients.protocol) == (
+        "CLIENTS", Endpoint("CLIENTS", "controller-1", 9092), "PLAINTEXT"
+    )  # fmt: skip
+    secured = REQUIRED_ENV | settings | {"KAFKA_LISTENERS": settings["KAFKA_LISTENERS"] + ",SECURED://:9093"}
+    error = config_error(secured)  # a client listener's own security is checked like the RPC one's
+    assert error.key == "ssl.keystore.location" and "listener SECURED" in str(error)
+
+
 @pytest.mark.parametrize(
     ("environ", "key"),
     [
@@ -135,7 +153,14 @@ def test_environment_overrides_the_properties_file(tmp_path: Path) -> None:
             "leader.imbalance.per.broker.percentage",
         ),
         (REQUIRED_ENV | {"KAFKA_AUTO_LEADER_REBALANCE_ENABLE": "yes"}, "auto.leader.rebalance.enable"),
-        (REQUIRED_ENV | {"KAFKA_LISTENERS": "PLAINTEXT://a:9092,CONTROL://a:9093"}, "listeners"),
+        (
+            REQUIRED_ENV
+            | {
+                "KAFKA_LISTENERS": "CONTROL://a:9093,PLAINTEXT://a:9092",
+                "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROL:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            },
+            "listeners",
+        ),
         (
             REQUIRED_ENV | {"KAFKA_ADVERTISED_LISTENERS": "OTHER://controller-1:9092"},
             "advertised.listeners",
@@ -152,7 +177,7 @@ def test_environment_overrides_the_properties_file(tmp_path: Path) -> None:
         "unparsable ibp",
         "percentage 101",
         "non-bool flag",
-        "two listeners",
+        "a client listener named like the inter-broker one",
         "advertised listener not in listeners",
     ],
 )
