@@ -8,13 +8,26 @@ bytes per API and records when it answered the latest request of each API, in ``
 seconds: the default asyncio loop's clock, shared by every process of the machine.
 
 Each broker has one listener, advertised as both ``CONTROLLER`` and ``PLAINTEXT``, and is registered
-in ZooKeeper (KIP-380 epochs) over one session per process unless ``--no-register`` is given. With
+in ZooKeeper (KIP-380 epochs) over one session per process unless ``--no-register`` is given, with the
+version 5 JSON this project's brokers write, which Apache Kafka 3.9's controller also reads: a Kafka
+controller dials its control-plane listener (``control.plane.listener.name``) or else its inter-broker
+listener, and both names are here. ``--ibp`` says which wire control requests are read and answered
+in (``protocol.ibp.control_wire``): the default, the seeds' layouts; ``3.9``, Apache Kafka 3.9's
+(LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4, flexible, answered in Kafka's response layouts),
+so that either controller can drive the same brokers.
+
+For LeaderAndIsr, UpdateMetadata and StopReplica the controller epoch is read too (a fixed-width field
+near the body's start): per epoch and API each broker counts its answers and when, in wall-clock
+seconds (``time.time()``), it sent the last one, so a benchmark can tell when the controller elected
+with that epoch was last acknowledged, whichever implementation it is. SIGUSR1 prints them as one
+``{"progress": {id: {epoch: {api: [answers, last_at]}}}}`` line. With
 ``--ssl-keystore`` and ``--ssl-truststore`` the listener serves TLS, requires a client certificate the
 truststore trusts (``ssl.client.auth=required``), and is registered with security protocol SSL, so a
 controller dials it over TLS; every broker of the run presents the same keystore.
 
     .venv/bin/python -m bench.ack_brokers --zookeeper CONNECT --brokers N [--first-id 1]
-        [--processes P] [--no-register] [--host 127.0.0.1] [--ssl-keystore PEM --ssl-truststore PEM]
+        [--processes P] [--no-register] [--host 127.0.0.1] [--ibp 2.3-IV2|3.9]
+        [--ssl-keystore PEM --ssl-truststore PEM]
 
 prints ``{"brokers": {id: {"epoch", "port", "control_port"}}}`` once every broker listens (and is
 registered), runs until SIGTERM or SIGINT, then prints ``{"stats": {id: {...}}}`` and exits 0. With
@@ -32,6 +45,7 @@ import os
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import time
@@ -41,22 +55,40 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import uvloop
+from construct import Renamed, SizeofError
 
 from daemon.runtime import die_with_parent
-from protocol import ApiKey, ProtocolError, decode_request_header, encode_response, error_response_body
+from protocol import (
+    CONTROL_APIS,
+    ApiKey,
+    ProtocolError,
+    WireDialect,
+    decode_request_header,
+    encode_response,
+    error_response_body,
+)
 from protocol.framing import DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX, frame_size
+from protocol.ibp import DEFAULT_IBP, control_wire
+from protocol.registry import message_codec
 from security.tls import TlsSettings, server_context
 from zkstore.aio import AsyncZooKeeper
 from zkstore.registration import register_broker
 from zkstore.znodes import BrokerRegistration, Endpoint
 
-__all__ = ["AckBrokers", "BrokerInfo", "merge_stats"]
+__all__ = ["AckBrokers", "BrokerInfo", "merge_progress", "merge_stats"]
 
 log = logging.getLogger("bench.ack_brokers")
 
 LISTENERS = ("CONTROLLER", "PLAINTEXT")
 HEADER_PEEK = 512
-"""Payload bytes read before decoding the header: more than any header (its client id included)."""
+"""Payload bytes read before decoding the header: more than any header (its client id included) and
+the fixed-width fields that follow it."""
+
+DEFAULT_DIALECT = control_wire(DEFAULT_IBP).dialect
+"""The wire of a controller at the default IBP: the seeds' layouts."""
+
+Progress = dict[int, dict[int, list[float]]]
+"""Per controller epoch, per API key: ``[answers, wall-clock time of the last]``."""
 
 
 @dataclass(slots=True)
@@ -69,6 +101,19 @@ class Stats:
     last_response_at: dict[int, float] = field(default_factory=dict)
     connections: int = 0
     tls_connections: int = 0
+    by_epoch: Progress = field(default_factory=dict)
+    """Control requests per controller epoch: answers and the wall-clock time of the last."""
+
+    def answered(self, epoch: int, api_key: int, at: float) -> None:
+        entry = self.by_epoch.setdefault(epoch, {}).setdefault(api_key, [0, at])
+        entry[0] += 1
+        entry[1] = at
+
+    def progress_json(self) -> dict[str, dict[str, list[float]]]:
+        return {
+            str(epoch): {_api_name(key): list(entry) for key, entry in sorted(apis.items())}
+            for epoch, apis in sorted(self.by_epoch.items())
+        }
 
     def as_json(self) -> dict[str, Any]:
         def named(values: dict[int, Any]) -> dict[str, Any]:
@@ -80,6 +125,7 @@ class Stats:
             "last_response_at": named(self.last_response_at),
             "connections": self.connections,
             "tls_connections": self.tls_connections,
+            "by_epoch": self.progress_json(),
         }
 
 
@@ -90,14 +136,43 @@ def _api_name(key: int) -> str:
         return str(key)
 
 
-_RESPONSE_BODIES: dict[tuple[int, int], dict[str, Any]] = {}
+_RESPONSE_BODIES: dict[tuple[int, int, WireDialect], dict[str, Any]] = {}
+_EPOCH_OFFSETS: dict[tuple[int, int, WireDialect], int | None] = {}
+_EPOCH = struct.Struct(">i")
 
 
-def _response(api_key: int, api_version: int, correlation_id: int) -> bytes:
-    body = _RESPONSE_BODIES.get((api_key, api_version))
+def _response(api_key: int, api_version: int, correlation_id: int, dialect: WireDialect) -> bytes:
+    body = _RESPONSE_BODIES.get((api_key, api_version, dialect))
     if body is None:
-        body = _RESPONSE_BODIES[api_key, api_version] = error_response_body(api_key, api_version, 0)
-    return encode_response(api_key, api_version, correlation_id, body)
+        body = error_response_body(api_key, api_version, 0, dialect=dialect)
+        _RESPONSE_BODIES[api_key, api_version, dialect] = body
+    return encode_response(api_key, api_version, correlation_id, body, dialect=dialect)
+
+
+def epoch_offset(api_key: int, api_version: int, dialect: WireDialect) -> int | None:
+    """Where ``controller_epoch`` starts in a control request's body, when only fixed-width fields
+    come before it (every LeaderAndIsr, UpdateMetadata and StopReplica layout); None otherwise."""
+    key = (api_key, api_version, dialect)
+    if key not in _EPOCH_OFFSETS:
+        _EPOCH_OFFSETS[key] = _fixed_offset(api_key, api_version, dialect, "controller_epoch")
+    return _EPOCH_OFFSETS[key]
+
+
+def _fixed_offset(api_key: int, api_version: int, dialect: WireDialect, name: str) -> int | None:
+    if api_key not in CONTROL_APIS:
+        return None
+    offset = 0
+    for sc in message_codec(api_key, api_version, "request", dialect).schema.subcons:
+        found = sc.name == name
+        while isinstance(sc, Renamed):
+            sc = sc.subcon
+        if found:
+            return offset
+        try:
+            offset += sc.sizeof()
+        except SizeofError:
+            return None
+    return None
 
 
 class _AckProtocol(asyncio.Protocol):
@@ -107,8 +182,10 @@ class _AckProtocol(asyncio.Protocol):
     buffered or copied, so 200 brokers receiving a 10 MB request each cost no memory.
     """
 
-    def __init__(self, stats: Stats) -> None:
+    def __init__(self, stats: Stats, dialect: WireDialect) -> None:
         self.stats = stats
+        self.dialect = dialect
+        self.epoch: int | None = None
         self.transport: Any = None
         self._head = bytearray()
         self._need = SIZE_PREFIX.size
@@ -154,22 +231,28 @@ class _AckProtocol(asyncio.Protocol):
         peeked = len(self._head) - SIZE_PREFIX.size
         # A frame of only the bytes read so far: the header decoder checks the prefix against them.
         SIZE_PREFIX.pack_into(self._head, 0, peeked)
-        header, _ = decode_request_header(self._head)
+        header, body_at = decode_request_header(self._head, dialect=self.dialect)
         self._key, self._version, self._correlation_id = (
             header.api_key,
             header.api_version,
             header.correlation_id,
         )
+        self.epoch = None
+        at = epoch_offset(header.api_key, header.api_version, self.dialect)
+        if at is not None and body_at + at + _EPOCH.size <= len(self._head):
+            (self.epoch,) = _EPOCH.unpack_from(self._head, body_at + at)
         self._skip = self._size - peeked
         if not self._skip:
             self._answer()
 
     def _answer(self) -> None:
         key, stats = self._key, self.stats
-        self.transport.write(_response(key, self._version, self._correlation_id))
+        self.transport.write(_response(key, self._version, self._correlation_id, self.dialect))
         stats.requests[key] += 1
         stats.bytes[key] += SIZE_PREFIX.size + self._size
         stats.last_response_at[key] = time.monotonic()
+        if self.epoch is not None:
+            stats.answered(self.epoch, key, time.time())
         self._head = bytearray()
         self._need, self._size = SIZE_PREFIX.size, -1
 
@@ -177,10 +260,17 @@ class _AckProtocol(asyncio.Protocol):
 class AckBroker:
     """One broker id: a listener, and optionally its registration (the epoch is its znode's czxid)."""
 
-    def __init__(self, broker_id: int, host: str, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        host: str,
+        tls: ssl.SSLContext | None = None,
+        dialect: WireDialect = DEFAULT_DIALECT,
+    ) -> None:
         self.broker_id = broker_id
         self.host = host
         self.tls = tls
+        self.dialect = dialect
         self.stats = Stats()
         self.epoch = -1
         self.port = 0
@@ -189,7 +279,7 @@ class AckBroker:
     async def listen(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: _AckProtocol(self.stats), self.host, 0, backlog=512, ssl=self.tls
+            lambda: _AckProtocol(self.stats, self.dialect), self.host, 0, backlog=512, ssl=self.tls
         )
         self.port = self._server.sockets[0].getsockname()[1]
 
@@ -228,11 +318,20 @@ def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
 
 async def _serve(args: argparse.Namespace) -> None:
     tls = _tls(args)
-    brokers = [AckBroker(i, args.host, tls) for i in range(args.first_id, args.first_id + args.brokers)]
+    dialect = control_wire(args.ibp).dialect
+    brokers = [
+        AckBroker(i, args.host, tls, dialect) for i in range(args.first_id, args.first_id + args.brokers)
+    ]
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
+
+    def report_progress() -> None:
+        progress = {b.broker_id: b.stats.progress_json() for b in brokers}
+        print(json.dumps({"progress": progress}), flush=True)
+
+    loop.add_signal_handler(signal.SIGUSR1, report_progress)
     await asyncio.gather(*(b.listen() for b in brokers))
     zk = None
     if not args.no_register:
@@ -274,7 +373,7 @@ def _child_command(args: argparse.Namespace, first_id: int, count: int) -> list[
         "--first-id",
         str(first_id),
     ]
-    command += ["--host", args.host, "--log-level", args.log_level]
+    command += ["--host", args.host, "--log-level", args.log_level, "--ibp", args.ibp]
     command += ["--session-timeout-ms", str(args.session_timeout_ms)]
     if args.zookeeper:
         command += ["--zookeeper", args.zookeeper]
@@ -296,14 +395,19 @@ def _read_json_line(stream: IO[str], key: str) -> dict[str, Any]:
 
 def _supervise(args: argparse.Namespace) -> int:
     """Run one child per share of the brokers; merge their ready lines, then their stats lines."""
-    stop = False
+    stop = progress_asked = False
 
     def on_signal(signum: int, frame: object) -> None:
         nonlocal stop
         stop = True
 
+    def on_progress(signum: int, frame: object) -> None:
+        nonlocal progress_asked
+        progress_asked = True
+
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGUSR1, on_progress)
     children = [
         subprocess.Popen(
             _child_command(args, first, count), stdout=subprocess.PIPE, text=True, preexec_fn=die_with_parent
@@ -317,7 +421,10 @@ def _supervise(args: argparse.Namespace) -> int:
             ready.update(_read_json_line(child.stdout, "brokers"))
         print(json.dumps({"brokers": ready}), flush=True)
         while not stop and all(child.poll() is None for child in children):
-            time.sleep(0.2)
+            if progress_asked:
+                progress_asked = False
+                print(json.dumps({"progress": _children_progress(children)}), flush=True)
+            time.sleep(0.02)
     finally:
         for child in children:
             if child.poll() is None:
@@ -330,6 +437,17 @@ def _supervise(args: argparse.Namespace) -> int:
         child.wait()
     print(json.dumps({"stats": stats}), flush=True)
     return 0 if all(child.returncode == 0 for child in children) else 1
+
+
+def _children_progress(children: list[subprocess.Popen[str]]) -> dict[str, Any]:
+    """Ask every child for its progress line and merge them (broker ids do not overlap)."""
+    for child in children:
+        child.send_signal(signal.SIGUSR1)
+    progress: dict[str, Any] = {}
+    for child in children:
+        assert child.stdout is not None
+        progress.update(_read_json_line(child.stdout, "progress"))
+    return progress
 
 
 # -- for benchmarks
@@ -361,8 +479,14 @@ def merge_stats(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def merge_progress(progress: dict[str, Any], epoch: int) -> dict[int, dict[str, list[float]]]:
+    """One controller epoch of a ``progress`` line: per broker id, per API, ``[answers, last_at]``."""
+    return {int(broker): apis.get(str(epoch), {}) for broker, apis in progress.items()}
+
+
 class AckBrokers:
-    """The command line as a child process of a benchmark: ``start`` waits for it, ``stop`` reads stats."""
+    """The command line as a child process of a benchmark: ``start`` waits for it, ``stop`` reads stats,
+    ``progress`` asks for the answers per controller epoch so far."""
 
     def __init__(
         self,
@@ -373,10 +497,13 @@ class AckBrokers:
         processes: int = 1,
         host: str = "127.0.0.1",
         tls: tuple[os.PathLike[str] | str, os.PathLike[str] | str] | None = None,
+        ibp: str = DEFAULT_IBP,
     ) -> None:
-        """``tls``: (keystore, truststore) PEM files to serve mutual TLS with; None serves PLAINTEXT."""
+        """``tls``: (keystore, truststore) PEM files to serve mutual TLS with; None serves PLAINTEXT.
+        ``ibp``: the inter-broker protocol whose control-plane wire the brokers read and answer."""
         self.command = [sys.executable, "-m", "bench.ack_brokers", "--brokers", str(brokers)]
         self.command += ["--first-id", str(first_id), "--processes", str(processes), "--host", host]
+        self.command += ["--ibp", ibp]
         self.command += ["--zookeeper", zookeeper] if zookeeper else ["--no-register"]
         if tls is not None:
             keystore, truststore = tls
@@ -398,6 +525,14 @@ class AckBrokers:
     def pid(self) -> int:
         assert self.process is not None
         return self.process.pid
+
+    def progress(self) -> dict[str, Any]:
+        """Every broker's answers per controller epoch so far: ``{id: {epoch: {api: [n, last_at]}}}``
+        with string keys, as printed (``merge_progress`` picks one epoch). Blocks for one round trip."""
+        process = self.process
+        assert process is not None and process.stdout is not None
+        process.send_signal(signal.SIGUSR1)
+        return _read_json_line(process.stdout, "progress")
 
     def stop(self) -> dict[str, Any]:
         """SIGTERM, then the per-broker stats it prints (empty if it had died)."""
@@ -442,6 +577,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on and advertise")
     parser.add_argument("--session-timeout-ms", type=int, default=30_000)
     parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument(
+        "--ibp",
+        default=DEFAULT_IBP,
+        help="inter.broker.protocol.version whose control-plane wire to read and answer (3.9: Kafka 3.9's)",
+    )
     parser.add_argument("--ssl-keystore", help="serve TLS with this PEM keystore (key, then chain)")
     parser.add_argument("--ssl-truststore", help="PEM CA certificates that client certificates must chain to")
     args = parser.parse_args(argv)
@@ -451,6 +591,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--zookeeper is required unless --no-register is given")
     if args.brokers < 1 or args.processes < 1:
         parser.error("--brokers and --processes must be positive")
+    try:
+        control_wire(args.ibp)
+    except ValueError as exc:
+        parser.error(f"--ibp {args.ibp}: {exc}")
     return args
 
 

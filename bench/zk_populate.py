@@ -33,7 +33,7 @@ from zkstore.aio import AsyncZooKeeper
 from zkstore.ops import Create, Op
 from zkstore.znodes import LeaderIsrState, TopicAssignment
 
-__all__ = ["Cluster", "Populated", "ensure_chroot", "layout", "populate"]
+__all__ = ["Cluster", "Populated", "commit_pipelined", "ensure_chroot", "layout", "populate"]
 
 BATCH_OPS = 500
 IN_FLIGHT = 4
@@ -92,14 +92,15 @@ def layout(cluster: Cluster) -> list[Op]:
     return ops
 
 
-async def _commit_pipelined(zk: AsyncZooKeeper, ops: Sequence[Op], in_flight: int) -> None:
-    """Multis of BATCH_OPS, ``in_flight`` at a time; a session's requests apply in order, parents first."""
+async def commit_pipelined(zk: AsyncZooKeeper, ops: Sequence[Op], in_flight: int) -> None:
+    """Multis of BATCH_OPS, ``in_flight`` at a time; a session's requests apply in order, parents first.
+    Raises RuntimeError with the first failure."""
     pending: list[asyncio.Future[list[object]]] = []
 
     async def settle(done: asyncio.Future[list[object]]) -> None:
         failed = [r for r in await done if isinstance(r, Exception)]
         if failed:
-            raise RuntimeError(f"populating ZooKeeper failed: {failed[0]!r}")
+            raise RuntimeError(f"writing ZooKeeper failed: {failed[0]!r}")
 
     for i in range(0, len(ops), BATCH_OPS):
         pending.append(asyncio.ensure_future(zk.multi(ops[i : i + BATCH_OPS])))
@@ -116,7 +117,7 @@ async def populate(zk: AsyncZooKeeper, cluster: Cluster, *, in_flight: int = IN_
     with contextlib.suppress(NodeExistsError):
         await zk.create(znodes.CONTROLLER_EPOCH, znodes.encode_controller_epoch(CONTROLLER_EPOCH))
     ops = layout(cluster)
-    await _commit_pipelined(zk, ops, in_flight)
+    await commit_pipelined(zk, ops, in_flight)
     topics = -(-cluster.partitions // cluster.per_topic)
     return Populated(topics, cluster.partitions, len(ops), time.perf_counter() - started)
 

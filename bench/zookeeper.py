@@ -17,11 +17,19 @@ def jvm_opts(heap: str) -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def zookeeper_workdir(prefix: str, heap: str | None = None) -> Iterator[tuple[ZooKeeperServer, Path]]:
+def zookeeper_workdir(
+    prefix: str, heap: str | None = None, keep: Path | None = None
+) -> Iterator[tuple[ZooKeeperServer, Path]]:
     """A running ZooKeeper (data under ``workdir/zookeeper``) and the working directory; the server is
-    stopped and the directory removed afterwards, also on errors and Ctrl-C: no JVM is left behind."""
-    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
-        workdir = Path(tmp)
+    stopped and the directory removed afterwards, also on errors and Ctrl-C: no JVM is left behind.
+    With ``keep``, that directory is the working directory and stays, with every log in it."""
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True))
+            workdir = Path(tmp)
+        else:
+            workdir = keep
+            workdir.mkdir(parents=True, exist_ok=True)
         server = ZooKeeperServer(
             data_dir=workdir / "zookeeper", jvm_opts=DEFAULT_JVM_OPTS if heap is None else jvm_opts(heap)
         )

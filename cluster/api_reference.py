@@ -111,6 +111,17 @@ def _served_by(key: int, served: Served) -> str:
     return ", ".join(daemons) or "—"
 
 
+def _controller_notes(key: int, served: Served) -> list[str]:
+    """Who sends the controller this request."""
+    if key in served.forwarded:
+        return ["forwarded by the broker to the active controller; Kafka's clients send it there directly"]
+    if key in served.clients:
+        return ["also answered by the controller to clients of Kafka 3.9 brokers"]
+    if key in served.controller:
+        return ["broker → active controller"]
+    return []
+
+
 def _notes(key: int, served: Served) -> list[str]:
     notes = []
     if key in CONTROL_APIS:
@@ -120,16 +131,11 @@ def _notes(key: int, served: Served) -> list[str]:
     if key in MAX_BROKER_EPOCH_VERSIONS:
         version = MAX_BROKER_EPOCH_VERSIONS[ApiKey(key)]
         notes.append(f"v{version} (seed): seed 002's variant, `max_broker_epoch`, SEED dialect only")
-    if key in served.clients:
-        notes.append("also answered by the controller to clients of Kafka 3.9 brokers")
-    elif key in served.controller and key not in served.forwarded:
-        notes.append("broker → active controller")
+    notes += _controller_notes(key, served)
     if key in KAFKA_3_9_VERSIONS:
         version = KAFKA_3_9_VERSIONS[ApiKey(key)]
         only = ", KAFKA dialect only" if MAX_BROKER_EPOCH_VERSIONS.get(ApiKey(key)) == version else ""
         notes.append(f"v{version}: Apache Kafka's{only}, what Kafka 3.9 sends (IBP 3.9)")
-    if key in served.forwarded:
-        notes.append("forwarded by the broker to the active controller; Kafka's clients send it there directly")
     if key in ADVERTISED_MAX_VERSIONS:
         notes.append(
             f"ApiVersions offers clients up to v{ADVERTISED_MAX_VERSIONS[key]}; the later versions serve "
