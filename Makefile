@@ -115,9 +115,12 @@ ALL_FAULTS   := kill,bounce,restart,pause,isolate,isolate-zookeeper,isolate-cont
 CHAOS_S      ?= 100
 CHAOS_SEED   ?=
 CHAOS_LAYOUT  = $(if $(filter 0,$(shell id -u)),--netns --zookeeper-nodes 3 --faults $(ALL_FAULTS) --overlap 2,)
-CHAOS_ARGS    = --dir .run/chaos --start $(CHAOS_LAYOUT) --duration $(CHAOS_S) --interval 6 $(if $(CHAOS_SEED),--seed $(CHAOS_SEED),)
+# KAFKA_BROKERS=N: N Apache Kafka 3.9 brokers beside ours, every daemon at IBP 3.9 (docs/chaos.md).
+KAFKA_BROKERS ?= 0
+KAFKA_LAYOUT  = $(if $(filter-out 0,$(KAFKA_BROKERS)),--kafka-brokers $(KAFKA_BROKERS),)
+CHAOS_ARGS    = --dir .run/chaos --start $(CHAOS_LAYOUT) $(KAFKA_LAYOUT) --duration $(CHAOS_S) --interval 6 $(if $(CHAOS_SEED),--seed $(CHAOS_SEED),)
 
-chaos: install java
+chaos: install java $(if $(filter-out 0,$(KAFKA_BROKERS)),kafka)
 	rm -rf .run/chaos
 	status=0; $(PY) -m chaos run $(CHAOS_ARGS) || status=$$?; \
 	audit=0; $(PY) -m pipeline audit --dir .run/chaos --html .run/chaos/report.html || audit=$$?; \
@@ -139,9 +142,9 @@ fuzz: install
 RUNS       ?= 20
 FIRST_SEED ?= 1
 CAMPAIGN_S ?= 120
-campaign: install java
+campaign: install java $(if $(filter-out 0,$(KAFKA_BROKERS)),kafka)
 	status=0; $(PY) -m chaos campaign --dir .run/campaign --runs $(RUNS) --first-seed $(FIRST_SEED) \
-	  --duration $(CAMPAIGN_S) $(CHAOS_LAYOUT) || status=$$?; \
+	  --duration $(CAMPAIGN_S) $(CHAOS_LAYOUT) $(KAFKA_LAYOUT) || status=$$?; \
 	audit=0; $(PY) -m pipeline audit --dir .run/campaign --html .run/campaign/report.html || audit=$$?; \
 	echo "the runs, drawn: $(CURDIR)/.run/campaign/report.html"; \
 	[ $$audit = 0 ] || exit $$audit; exit $$status

@@ -166,6 +166,9 @@ def _target_arguments(go: argparse.ArgumentParser) -> None:
     go.add_argument(
         "--zookeeper-nodes", type=int, choices=(1, 3), default=1, help="with --start: ZooKeeper servers (1)"
     )
+    go.add_argument(
+        "--kafka-brokers", type=int, default=0, help="with --start: Apache Kafka 3.9 brokers beside ours (0)"
+    )
 
 
 def _campaign_arguments(many: argparse.ArgumentParser) -> None:
@@ -181,6 +184,7 @@ def _campaign_arguments(many: argparse.ArgumentParser) -> None:
     many.add_argument("--rate", type=_positive(int), default=200, help="records produced per second (200)")
     many.add_argument("--netns", action="store_true", help="every node in its own namespace (root)")
     many.add_argument("--zookeeper-nodes", type=int, choices=(1, 3), default=1)
+    many.add_argument("--kafka-brokers", type=int, default=0, help="Apache Kafka 3.9 brokers beside ours (0)")
     many.add_argument("--overlap", type=_positive(int), default=1, help="fault loops at once (1)")
 
 
@@ -243,7 +247,9 @@ def run_command(args: argparse.Namespace) -> int:
             target = ComposeCluster(directory, compose)
         if args.start:
             logging.getLogger("chaos").info("starting a cluster in %s", args.dir)
-            layout = launcher.Layout(zookeeper_nodes=args.zookeeper_nodes, netns=args.netns)
+            layout = launcher.Layout(
+                zookeeper_nodes=args.zookeeper_nodes, netns=args.netns, kafka_brokers=args.kafka_brokers
+            )
             asyncio.run(launcher.up(args.dir, layout))
             started = True
         result = asyncio.run(run(config, target))
@@ -276,7 +282,9 @@ def campaign_command(args: argparse.Namespace) -> int:
     from chaos.campaign import CampaignConfig, campaign
 
     _logging()
-    layout = launcher.Layout(zookeeper_nodes=args.zookeeper_nodes, netns=args.netns)
+    layout = launcher.Layout(
+        zookeeper_nodes=args.zookeeper_nodes, netns=args.netns, kafka_brokers=args.kafka_brokers
+    )
     template = RunConfig(
         directory=args.dir,
         duration_s=args.duration,
@@ -314,6 +322,11 @@ def summary(console: Console, result: RunResult) -> None:
             f"then the acknowledged one; not the cluster's fault): {_some(v.resent)}"
         )
     _control_plane(console, result)
+    if result.controllers.get("kafka"):
+        console.print(
+            f"controller epochs held: {result.controllers['ours']} by ours, "
+            f"{result.controllers['kafka']} by Kafka brokers"
+        )
     if v.acked_acks1:
         console.print(
             f"acks=1: {v.acked_acks1} acknowledged, {len(v.lost_acks1)} not read back where acknowledged "

@@ -16,7 +16,7 @@ longest per fault kind is reported.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -57,11 +57,29 @@ def availability(
         entry = report.setdefault(_cause(began, faults), {"without_controller_s": 0.0, "leaderless_s": 0.0})
         entry[key] = max(entry[key], seconds)
 
-    for began, ended in _controller_gaps(lines, faults, start, end):
+    for began, ended in _controller_gaps(lines, faults, start, end, _kafka_holders(runs)):
         note("without_controller_s", began, ended)
     for began, ended in _leaderless(lines, faults, end):
         note("leaderless_s", began, ended)
     return report
+
+
+def _kafka_holders(runs: list[Mapping[str, Any]]) -> list[tuple[datetime, str, str]]:
+    """The run's samples of ``/controller`` as a Kafka broker's belief (it keeps no log of ours): it
+    believes itself active from the sample that found it until the next sample of another holder. Named
+    as the run names its node (``kafka-<id>``), so faults on it count as on any controller."""
+    out: list[tuple[datetime, str, str]] = []
+    holder: str | None = None
+    for line in runs:
+        if line.get("kind") != "controller_seen":
+            continue
+        if holder is not None:
+            out.append((event_time(line), holder, "doubts"))
+            holder = None
+        if line.get("implementation") == "kafka":
+            holder = f"kafka-{line['controller_id']}"
+            out.append((event_time(line), holder, "believes"))
+    return out
 
 
 def _controller_gaps(
@@ -69,6 +87,7 @@ def _controller_gaps(
     faults: Faults,
     start: datetime | None,
     end: datetime | None,
+    kafka: Sequence[tuple[datetime, str, str]] = (),
 ) -> list[tuple[datetime, datetime]]:
     """Intervals in which no controller was active: one that believes itself active (elected, and
     not resigned or started again since) and that no fault holds down or cuts off right then. A
@@ -79,6 +98,7 @@ def _controller_gaps(
         for line in lines
         if line.get("kind") in ("controller_elected", "controller_resigned", "controller_started")
     ]
+    changes += kafka
     controllers = {node for _, node, _ in changes}
     for began, healed, fault, target in faults:
         if fault in ENDING and target in controllers:

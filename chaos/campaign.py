@@ -46,6 +46,7 @@ def _row(seed: int, result: RunResult, seconds: float) -> dict[str, Any]:
         "unsafe": result.unsafe,
         "inconsistent": result.inconsistent,
         "availability": result.availability,
+        "controllers": result.controllers,
         "seconds": round(seconds, 1),
     }
 
@@ -85,6 +86,9 @@ def campaign(config: CampaignConfig) -> dict[str, Any]:
             "lost": sum(r["lost"] for r in rows),
             "inconsistent": sum(len(r["inconsistent"]) for r in rows),
             "unsafe": sum(len(r["unsafe"]) for r in rows),
+            "controllers": {
+                kind: sum(r["controllers"].get(kind, 0) for r in rows) for kind in ("ours", "kafka")
+            },
             "seeds": [r["seed"] for r in rows],
             "worst_availability": worst(rows),
             "results": rows,

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from chaos import ChaosError, safety, verifiable
+from chaos import ChaosError, controllers, safety, verifiable
 from chaos.availability import availability
 from chaos.faults import Lanes, fault_loop
 from chaos.group_workload import GroupWorkload
@@ -112,6 +112,8 @@ class RunResult:
     """Replicas that do not hold their leader's batches up to the high watermark."""
     availability: dict[str, dict[str, float]] = field(default_factory=dict)
     """Fault kind -> the longest time without a controller and a partition without a leader."""
+    controllers: dict[str, int] = field(default_factory=dict)
+    """Implementation (``ours``, ``kafka``) -> controller epochs it held during the run."""
 
     @property
     def ok(self) -> bool:
@@ -205,7 +207,10 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
         async with _logs(run_dir) as (events, history):
             _emit_started(events, config, run_id, counts[config.topic], seed)
             injector = target.injector(events, zk)
-            async with _workloads(config, java, servers, run_dir, history, topics) as (workloads, group):
+            async with (
+                controllers.watching(zk, events),
+                _workloads(config, java, servers, run_dir, history, topics) as (workloads, group),
+            ):
                 await _faults_then_heal(config.duration_s, schedules, injector, workloads, group)
                 log.info("faults over and healed; stopping the producers")
                 consumed = await _read_back_all(zk, servers, workloads, counts, history)
@@ -229,7 +234,9 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
             )
         verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
         unsafe = safety.violations(daemon_lines, run_lines, judged_at)
-        return RunResult(run_id, run_dir, seed, verdict, injector.crashed, unsafe, inconsistent, figures)
+        held = controllers.held_by(run_lines)
+        crashed = injector.crashed
+        return RunResult(run_id, run_dir, seed, verdict, crashed, unsafe, inconsistent, figures, held)
 
 
 def _schedules(config: RunConfig, target: Target, seed: int) -> list[FaultSchedule]:

@@ -10,7 +10,9 @@ The rules a ZooKeeper-era control plane exists to keep, whatever the faults:
   epoch older than one it had already applied;
 - **one active controller after healing**: 30 s after a fault was healed, exactly one controller
   considers itself active, provided no fault was in force in those 30 s (in a mixed run, faults
-  overlap, and another fault may rightly keep the cluster unsettled).
+  overlap, and another fault may rightly keep the cluster unsettled). In a cluster shared with Kafka
+  brokers, whose controllers keep no log of ours, the run's own samples of ``/controller``
+  (``controller_seen``) stand for them: while a Kafka broker holds it, none of ours may be active.
 
 Pure: it takes the lines of the daemons' ``events.jsonl`` files and of the run's ``events.jsonl`` as
 dicts, in any order (they are sorted by time here).
@@ -131,6 +133,12 @@ def one_active_controller_after_healing(
     elected, and neither resigned nor started again (a killed process) since. A heal is quiet when
     no fault is in force in the ``SETTLE_S`` after it and the logs go on that long."""
     lines = list(lines)
+    run_lines = list(run_lines)
+    seen = [
+        (event_time(line), line)
+        for line in sorted(run_lines, key=event_time)
+        if line.get("kind") == "controller_seen"
+    ]
     changes = [
         (event_time(line), line["node"], line["kind"] == "controller_elected")
         for line in lines
@@ -150,8 +158,16 @@ def one_active_controller_after_healing(
             if when > at:
                 break
             active[node] = elected
-        count = sum(active.values())
-        if count != 1:
+        holder = next((line for when, line in reversed(seen) if when <= at), None)
+        kafka = holder["controller_id"] if holder and holder.get("implementation") == "kafka" else None
+        count = sum(active.values()) + (kafka is not None)
+        if kafka is not None and count > 1:
+            found.append(
+                f"{SETTLE_S:g} s after {fault} of {target} was healed, Kafka broker "
+                f"{kafka} held /controller while ours considered themselves active "
+                f"({', '.join(n for n, a in active.items() if a)})"
+            )
+        elif count != 1:
             found.append(
                 f"{SETTLE_S:g} s after {fault} of {target} was healed, {count} controllers were active "
                 f"({', '.join(n for n, a in active.items() if a) or 'none'})"

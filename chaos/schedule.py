@@ -54,6 +54,8 @@ class Node:
     role: str
     session_timeout_s: float | None = None
     """The daemon's ``zookeeper.session.timeout.ms`` in seconds; None for ZooKeeper servers."""
+    kafka: bool = False
+    """An Apache Kafka broker, whose own controller also competes for ``/controller``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +81,7 @@ def nodes_of(state: Mapping[str, Any]) -> list[Node]:
         timeout = None
         if process["role"] != "zookeeper":
             timeout = _session_timeout_s(Path(process["config"]))
-        nodes.append(Node(process["name"], process["role"], timeout))
+        nodes.append(Node(process["name"], process["role"], timeout, process.get("kind") == "kafka"))
     return nodes
 
 
@@ -98,11 +100,13 @@ def _session_timeout_s(config: Path) -> float:
 
 
 def eligible_targets(nodes: Iterable[Node], roles: Iterable[str]) -> list[Node]:
-    """Nodes of ``roles`` that may go down alone: a controller only when another candidate remains, a
-    ZooKeeper server only in an ensemble of three or more (the quorum survives), any broker."""
+    """Nodes of ``roles`` that may go down alone: a controller only when another candidate remains (one
+    of ours, or a Kafka broker's controller), a ZooKeeper server only in an ensemble of three or more
+    (the quorum survives), any broker."""
     nodes = list(nodes)
     wanted = set(roles)
     count = {role: sum(1 for n in nodes if n.role == role) for role in ROLES}
+    count["controller"] += sum(1 for n in nodes if n.kafka)
     minimum = {"broker": 1, "controller": 2, "zookeeper": 3}
     return [n for n in nodes if n.role in wanted and count[n.role] >= minimum.get(n.role, 1)]
 

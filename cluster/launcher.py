@@ -12,15 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster import monitor, netns
+from cluster import kafka_nodes, monitor, netns
 from cluster.netns import Network
-from cluster.node_control import down
+from cluster.node_control import down, signal_and_wait
 from cluster.processes import BrokerProcess, ControllerProcess, DaemonProcess
 from cluster.secure import SecureCluster
 from cluster.state_file import (
@@ -60,6 +61,9 @@ class Layout:
     """Every listener and the ZooKeeper sessions over TLS, SCRAM for clients, ACLs: see cluster.secure."""
     monitor: bool = False
     """A local Prometheus scraping every daemon, with the compose file's alert rules: see cluster.monitor."""
+    kafka_brokers: int = 0
+    """Apache Kafka 3.9 brokers beside ours (``cluster.kafka_nodes``): every daemon then runs at IBP 3.9,
+    and the Kafka brokers' own controllers compete for ``/controller`` with ours."""
 
     def check(self) -> None:
         """ClusterError for a layout that cannot be started."""
@@ -67,6 +71,8 @@ class Layout:
             raise ClusterError("at least one broker and one controller are needed")
         if self.secure and self.zookeeper_nodes != 1:
             raise ClusterError("--secure serves ZooKeeper over TLS, which needs --zookeeper-nodes 1")
+        if self.kafka_brokers and (self.secure or self.shared_listener):
+            raise ClusterError("--kafka-brokers runs PLAINTEXT with a control-plane listener")
         if self.secure and self.shared_listener:
             raise ClusterError(
                 "--secure keeps the control plane on a listener of its own: drop --shared-listener"
@@ -77,7 +83,18 @@ class Layout:
             *(f"zookeeper-{i}" for i in range(1, self.zookeeper_nodes + 1)),
             *(f"controller-{i}" for i in controller_ids(self.controllers)),
             *(f"broker-{i}" for i in range(1, self.brokers + 1)),
+            *(kafka_nodes.node_name(i) for i in self.kafka_ids),
         ]
+
+    @property
+    def kafka_ids(self) -> range:
+        first = kafka_nodes.first_id(self.brokers)
+        return range(first, first + self.kafka_brokers)
+
+    @property
+    def mixed(self) -> dict[str, str]:
+        """What every daemon of ours needs in a cluster shared with Kafka brokers."""
+        return {"inter_broker_protocol_version": kafka_nodes.MIXED_IBP} if self.kafka_brokers else {}
 
 
 FIRST_CONTROLLER_ID = 1001
@@ -234,6 +251,7 @@ async def up(directory: Path, layout: Layout) -> dict[str, Any]:
             "shared_listener": layout.shared_listener,
             "netns": layout.netns,
             "secure": layout.secure,
+            "kafka_brokers": layout.kafka_brokers,
         },
         "started_at": time.time(),
         "processes": processes,
@@ -287,6 +305,7 @@ async def _start_daemons(
     brokers' client listeners take Kafka's usual ports where free (and say when not)."""
     processes: list[dict[str, Any]] = []
     started: list[DaemonProcess] = []
+    kafkas: list[int] = []
     try:
         controllers = []
         for cid in controller_ids(layout.controllers):
@@ -296,6 +315,7 @@ async def _start_daemons(
             if secure is not None:
                 settings = secure.controller(cid, host=host, port=rpc)
             listener = settings["listeners"]
+            settings |= layout.mixed
             controller = ControllerProcess(cid, connect, directory, metrics_port=metrics, **settings)
             _placed(controller, network).start(own_session=True)
             started.append(controller)
@@ -308,16 +328,28 @@ async def _start_daemons(
                 if notices is None
                 else usual_port(KAFKA_FIRST_BROKER_PORT + bid - 1, f"broker-{bid}", notices)
             )
-            broker, entry = _broker(directory, connect, bid, layout.shared_listener, network, client, secure)
+            broker, entry = _broker(
+                directory, connect, bid, layout.shared_listener, network, client, secure, layout.mixed
+            )
             started.append(_placed(broker, network).start(own_session=True))
             brokers.append(broker)
             processes.append({**entry, "pid": broker.process.pid if broker.process else None})
+        for kid in layout.kafka_ids:
+            name = kafka_nodes.node_name(kid)
+            host, ports = _address(network, name), (_port(network, "client"), _port(network, "control"))
+            kafka = kafka_nodes.plan(kid, connect, directory, host, ports)
+            entry = kafka_nodes.start(kafka, network.prefix(name) if network is not None else ())
+            kafkas.append(entry["pid"])
+            processes.append(entry)
         for broker in brokers:
             await broker.wait_kind("broker_started", timeout=60)
+        await kafka_nodes.registered(connect, list(layout.kafka_ids))
         await _any_failover(controllers)
     except BaseException:
         for process in started:
             process.kill()
+        for pid in kafkas:
+            signal_and_wait(pid, signal.SIGKILL, 10)
         raise
     return processes
 
@@ -375,6 +407,7 @@ def _broker(
     network: Network | None = None,
     client_port: int | None = None,
     secure: SecureCluster | None = None,
+    mixed: dict[str, str] | None = None,
 ) -> tuple[BrokerProcess, dict[str, Any]]:
     host = _address(network, f"broker-{bid}")
     client = client_port if client_port is not None else _port(network, "client")
@@ -397,6 +430,7 @@ def _broker(
         }
     else:
         listeners.append(f"CONTROLLER://{host}:{_port(network, 'control')}")
+    settings |= mixed or {}
     broker = BrokerProcess(bid, connect, directory, listeners=",".join(listeners), **settings)
     return broker, _entry_unstarted(broker, bid, metrics, listeners)
 

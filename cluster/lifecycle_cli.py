@@ -40,6 +40,12 @@ def _register_up(commands: Any) -> None:
     up.add_argument("--controllers", type=int, default=2, help="controller candidates (one is active)")
     up.add_argument("--zookeeper-nodes", type=int, choices=(1, 3), default=1)
     up.add_argument(
+        "--kafka-brokers",
+        type=int,
+        default=0,
+        help="Apache Kafka 3.9 brokers beside ours (make kafka first); every daemon then runs at IBP 3.9",
+    )
+    up.add_argument(
         "--shared-listener", action="store_true", help="no control-plane listener: Kafka before KIP-291"
     )
     up.add_argument("--detach", action="store_true", help="start, print where everything is, and return")
@@ -173,6 +179,7 @@ def run_up(args: argparse.Namespace) -> int:
         args.kafka_ports,
         args.secure,
         args.monitor,
+        args.kafka_brokers,
     )
     layout.check()
     with console.status(f"starting {layout.brokers} brokers and {layout.controllers} controllers"):

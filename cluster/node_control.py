@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cluster import netns
+from cluster import kafka_nodes, netns
 from cluster.processes import REPO
 from cluster.state_file import ClusterError, alive, find, load_state, network_of, record_pids
 from zkserver.errors import ZooKeeperStartError
@@ -31,8 +31,13 @@ NODE_ROLES = ("zookeeper", "controller", "broker")
 """The cluster's nodes; a --monitor cluster's Prometheus and ZooKeeper exporter are processes beside them."""
 
 
-def spawn(entry: dict[str, Any]) -> int:
-    """Start a daemon again from its entry (same config, ports and directories); returns the new pid."""
+def spawn(entry: dict[str, Any], state: dict[str, Any] | None = None) -> int:
+    """Start a daemon again from its entry (same config, ports and directories); returns the new pid.
+    A Kafka broker (``kind`` kafka) first waits, with ``state``, for its last session to expire."""
+    if entry.get("kind") == "kafka":
+        if state is not None:
+            kafka_nodes.wait_until_unregistered(state, entry)
+        return kafka_nodes.spawn(entry)
     with open(entry["log"], "ab") as log:
         child = subprocess.Popen(
             [
@@ -102,7 +107,8 @@ def down(directory: Path) -> list[str]:
 
 def node_action(directory: Path, name: str, action: str) -> dict[str, Any]:
     """``kill`` (SIGKILL), ``restart`` (stop cleanly, start again) or ``bounce`` (SIGKILL and start at
-    once: a broker comes back before its ZooKeeper session expires, KIP-380's fast bounce)."""
+    once: a broker comes back before its ZooKeeper session expires, KIP-380's fast bounce; a Kafka
+    broker, which cannot, once that session has expired)."""
     state = load_state(directory)
     entry = find(state, name)
     if entry["role"] not in NODE_ROLES:
@@ -113,10 +119,10 @@ def node_action(directory: Path, name: str, action: str) -> dict[str, Any]:
         signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
     elif action == "restart":
         stop_node(entry)
-        entry["pid"] = spawn(entry)
+        entry["pid"] = spawn(entry, state)
     elif action == "bounce":
         signal_and_wait(entry.get("pid"), signal.SIGKILL, 10)
-        entry["pid"] = spawn(entry)
+        entry["pid"] = spawn(entry, state)
     else:
         raise ClusterError(f"unknown action {action!r}")
     record_pids(directory, {name: entry["pid"]})

@@ -69,6 +69,8 @@ class KafkaBroker:
         self, broker_id: int, zk_connect: str, workdir: Path, listeners: str, **overrides: object
     ) -> None:
         self.broker_id = broker_id
+        self.java_options: tuple[str, ...] = ()
+        """More JVM options, after :data:`JVM_OPTS` (a ``-javaagent:…``, say): set before :meth:`start`."""
         self.name = f"kafka-{broker_id}"
         self.dir = workdir / self.name
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -98,7 +100,8 @@ class KafkaBroker:
         if java is None:
             raise KafkaBrokerError("java not found: Kafka's broker needs a JRE (make java)")
         return [
-            java, *JVM_OPTS, f"-Dlog4j.configuration=file:{self.dir / 'log4j.properties'}",
+            java, *JVM_OPTS, *self.java_options,
+            f"-Dlog4j.configuration=file:{self.dir / 'log4j.properties'}",
             f"-Dkafka.logs.dir={self.dir}", "-cp", classpath(BROKER), "kafka.Kafka", str(self.config),
         ]  # fmt: skip
 

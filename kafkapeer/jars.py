@@ -15,10 +15,12 @@ from pathlib import Path
 __all__ = [
     "BROKER",
     "CACHE",
+    "JMX_EXPORTER",
     "NEWEST_CLIENTS",
     "SETS",
     "ArtifactSet",
     "JarsMissing",
+    "agent_jar",
     "classpath",
     "resolve",
 ]
@@ -31,6 +33,8 @@ KAFKA_39 = "3.9.2"
 """The last release line with ZooKeeper mode."""
 KAFKA_NEWEST = "4.4.0"
 """The newest 4.x clients (4.0 dropped old protocol versions, KIP-896)."""
+JMX_EXPORTER_VERSION = "1.0.1"
+"""The Prometheus JMX exporter's newest version Maven Central serves here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +91,14 @@ NEWEST_CLIENTS = ArtifactSet(
 )
 """The newest 4.x clients, tools and Streams (no broker: 4.x has no ZooKeeper mode)."""
 
-SETS = (BROKER, NEWEST_CLIENTS)
+JMX_EXPORTER = ArtifactSet(
+    f"jmx-exporter-{JMX_EXPORTER_VERSION}",
+    (f"io.prometheus.jmx:jmx_prometheus_javaagent:{JMX_EXPORTER_VERSION}",),
+)
+"""The Prometheus JMX exporter's Java agent (one shaded jar), which serves a Kafka broker's MBeans at
+``/metrics`` (``kafkapeer.jmx_exporter``; tests/interop/test_metric_names.py)."""
+
+SETS = (BROKER, NEWEST_CLIENTS, JMX_EXPORTER)
 
 
 class JarsMissing(RuntimeError):
@@ -131,3 +142,13 @@ def classpath(artifact_set: ArtifactSet) -> str:
         )
     jars = sorted((artifact_set.directory / "lib").glob("*.jar"))
     return ":".join(str(jar) for jar in jars)
+
+
+def agent_jar(artifact_set: ArtifactSet = JMX_EXPORTER) -> Path:
+    """The set's one Java agent jar (``-javaagent:<jar>=…``); :class:`JarsMissing` if never resolved."""
+    classpath(artifact_set)  # raises unless resolved
+    artifact = artifact_set.artifacts[0].split(":")[1]
+    jars = sorted((artifact_set.directory / "lib").glob(f"{artifact}-*.jar"))
+    if len(jars) != 1:
+        raise JarsMissing(f"{artifact_set.name}: expected one {artifact} jar, found {jars}")
+    return jars[0]

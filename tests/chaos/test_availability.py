@@ -117,3 +117,25 @@ def test_a_bounced_leader_handed_its_partitions_back_at_failover_is_working_agai
     ]
     run = [*RUN, at(10, "chaos", "fault_injected", fault="bounce", target="broker-3")]
     assert availability(daemons, run)["bounce"]["leaderless_s"] == pytest.approx(11.0)
+
+
+def test_a_kafka_broker_holding_controller_is_a_controller_until_a_fault_takes_it_down() -> None:
+    """The run's samples of /controller stand for a Kafka broker's controller, which logs nothing of
+    ours; killing that broker leaves the cluster without one until the next holder is seen."""
+    daemons = [
+        at(0, "controller-1", "controller_elected"),
+        at(5, "controller-1", "controller_resigned"),
+        at(30, "controller-1", "controller_elected"),
+    ]
+    run = [
+        *RUN,
+        at(4, "chaos", "fault_injected", fault="pause", target="controller-1"),
+        at(6, "chaos", "controller_seen", controller_id=4, implementation="kafka"),
+        at(14, "chaos", "fault_healed", fault="pause", target="controller-1"),
+        at(20, "chaos", "fault_injected", fault="kill", target="kafka-4"),
+        at(23, "chaos", "fault_healed", fault="kill", target="kafka-4"),
+        at(30, "chaos", "controller_seen", controller_id=1001, implementation="ours"),
+    ]
+    figures = availability(daemons, run)
+    assert figures["pause"]["without_controller_s"] == pytest.approx(2.0)  # paused at 4, Kafka's from 6
+    assert figures["kill"]["without_controller_s"] == pytest.approx(10.0)  # killed at 20, ours at 30

@@ -92,3 +92,15 @@ def test_a_heal_followed_by_another_fault_within_the_settling_time_is_not_judged
         at(20, "chaos", "fault_injected", fault="isolate", target="controller-1", role="controller"),
     ]
     assert violations(zombie, busy) == []
+
+
+def test_a_kafka_broker_holding_controller_counts_as_the_one_active_controller() -> None:
+    """In a cluster shared with Kafka brokers, the run's samples of /controller stand for Kafka's."""
+    resigned = [*ELECTED, at(10, "controller-1", "controller_resigned", controller_epoch=1)]
+    kafka_holds = [*HEALED, at(11, "chaos", "controller_seen", controller_id=4, implementation="kafka")]
+    assert violations(resigned, kafka_holds) == []
+    [both] = violations(ELECTED, kafka_holds)  # ours never resigned: two think they are in charge
+    assert "Kafka broker 4 held /controller while ours considered themselves active (controller-1)" in both
+    ours_again = [*kafka_holds, at(20, "chaos", "controller_seen", controller_id=1001, implementation="ours")]
+    [none] = violations(resigned, ours_again)
+    assert "0 controllers were active" in none

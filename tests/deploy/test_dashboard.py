@@ -42,11 +42,11 @@ REQUIRED = {
     "data-plane queue": "kafka_network_requestchannel_requestqueuesize",
     "control-plane queue": "kafka_network_requestchannel_controlplanerequestqueuesize",
     "control request latency": "kafka_network_requestmetrics_totaltimems_histogram_bucket",
-    "stale-epoch rejections": "kafka_network_requestmetrics_errorspersec_total",
-    "ISR shrinks": "kafka_server_replicamanager_isrshrinkspersec_total",
-    "ISR expands": "kafka_server_replicamanager_isrexpandspersec_total",
+    "stale-epoch rejections": "kafka_network_requestmetrics_errors_total",
+    "ISR shrinks": "kafka_server_replicamanager_isrshrinks_total",
+    "ISR expands": "kafka_server_replicamanager_isrexpands_total",
     "leaders per broker": "kafka_server_replicamanager_leadercount",
-    "unclean elections": "kafka_controller_controllerstats_uncleanleaderelectionspersec_total",
+    "unclean elections": "kafka_controller_controllerstats_uncleanleaderelections_total",
 }
 
 _PROMQL_WORDS = frozenset({"and", "or", "unless", "bool", "offset", "inf", "nan"})
