@@ -28,10 +28,14 @@ INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
 
 
 def admin_node(snapshot: Snapshot, own_id: int) -> int:
-    """The ``controller_id`` clients are told: the lowest live broker id (this broker while the cache
-    is cold). Clients send the requests Kafka serves on its controller broker (InitProducerId for
-    kafkajs, admin requests) there; here the controller is a separate daemon that speaks no client
-    API, and every broker serves those requests, so a broker must be named, and the same one by all."""
+    """The ``controller_id`` clients are told: the controller when UpdateMetadata lists it among the live
+    brokers (Kafka 3.9's wire, where it serves the Admin API as Kafka's controller broker does), else
+    the lowest live broker id (this broker while the cache is cold). Clients send the requests Kafka
+    serves on its controller broker (InitProducerId for kafkajs, admin requests) there; a controller
+    on the seed's wire is a separate daemon that speaks no client API, and every broker serves those
+    requests, so a broker must be named, and the same one by all."""
+    if snapshot.controller_id in snapshot.brokers:
+        return snapshot.controller_id
     return min(snapshot.brokers, default=own_id)
 
 

@@ -19,11 +19,11 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
-from admin.topic_requests import TopicRequests
+from admin.topic_requests import NO_TOPIC_ID, TopicRequests
 from controller.channel import ChannelManager, Marks
 from controller.context import ControllerContext
 from network.server import CloseConnection
-from protocol import ApiKey, ErrorCode, error_response_body
+from protocol import ApiKey, ErrorCode
 from protocol.consumer_offsets import partition_for
 from zkstore import entity_configs
 from zkstore.aio import AsyncZooKeeper
@@ -60,6 +60,23 @@ CLIENT_APIS = TOPIC_APIS | frozenset(
     }
 )
 """The requests clients send a broker they do not know to be a controller, answered here."""
+
+
+def refuse_topics(key: ApiKey, body: Body, code: ErrorCode, message: str) -> Body:
+    """CreateTopics, DeleteTopics or CreatePartitions refused topic by topic, as Kafka answers them."""
+    if key == ApiKey.DELETE_TOPICS:
+        names = body.get("topic_names") or [t["name"] for t in body.get("topics") or ()]
+        return {"throttle_time_ms": 0, "responses": [_refused(n, code, message) for n in names]}
+    refused = [_refused(t["name"], code, message) for t in body["topics"]]
+    if key == ApiKey.CREATE_PARTITIONS:
+        return {"throttle_time_ms": 0, "results": refused}
+    created = [{**r, "topic_id": NO_TOPIC_ID, "num_partitions": -1, "replication_factor": -1, "configs": None}
+               for r in refused]  # fmt: skip
+    return {"throttle_time_ms": 0, "topics": created}
+
+
+def _refused(name: str, code: ErrorCode, message: str) -> Body:
+    return {"name": name, "error_code": code, "error_message": message}
 
 
 class ContextView:
@@ -141,7 +158,7 @@ class ClientApis:
         """Answer one client request that came in on ``listener`` (a broker listener name)."""
         if not self.is_active():
             if key in TOPIC_APIS:
-                return error_response_body(key, version, ErrorCode.NOT_CONTROLLER, body)
+                return refuse_topics(key, body, ErrorCode.NOT_CONTROLLER, "not the active controller")
             raise CloseConnection("not the active controller: the client should ask a broker")
         return await self._answers[key](listener, version, body)
 

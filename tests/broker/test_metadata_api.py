@@ -147,13 +147,16 @@ def test_unknown_and_deleted_topics_are_not_served_from_old_encodings() -> None:
     assert topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic["partitions"] == []
 
 
-def test_the_controller_id_clients_see_is_a_live_broker_never_the_controller_daemon() -> None:
+def test_the_controller_id_clients_see_is_a_live_broker_unless_the_controller_is_listed() -> None:
     from broker.metadata_api import admin_node
     from broker.metadata_cache import CachedBroker, Snapshot
 
     brokers = {b: CachedBroker(b, {"PLAINTEXT": ("127.0.0.1", 9000 + b)}) for b in (3, 2, 5)}
     assert admin_node(Snapshot(controller_id=100, brokers=brokers), own_id=5) == 2
     assert admin_node(Snapshot(controller_id=100), own_id=5) == 5  # cold cache: itself
+    # On Kafka 3.9's wire the controller lists itself among the live brokers and serves admin requests
+    listed = {**brokers, 1001: CachedBroker(1001, {"PLAINTEXT": ("127.0.0.1", 9999)})}
+    assert admin_node(Snapshot(controller_id=1001, brokers=listed), own_id=5) == 1001
 
 
 def test_all_topics_lists_only_what_the_principal_may_describe() -> None:
