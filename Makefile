@@ -102,9 +102,11 @@ bench: install kafka
 	$(PY) -m bench.controlled_shutdown
 	$(PY) -m bench.kafka_anchor
 	$(PY) -m bench.control_latency
+	$(PY) -m bench.kafka_control_latency
 	$(PY) -m bench.epoch_confirmation
 	$(PY) -m bench.tls
 	$(PY) -m bench.produce
+	$(PY) -m bench.kafka_throughput
 	$(PY) -m bench.groups
 
 # A cluster of its own in .run/chaos, broken for 100 s, then audited (under four minutes in all). As root, every node is in

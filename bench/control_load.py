@@ -9,6 +9,7 @@ Responses are counted, not decoded, so that the load costs the broker, not the c
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import multiprocessing
 import signal
@@ -47,9 +48,16 @@ def metadata_frame(correlation_id: int) -> bytes:
     )
 
 
-def produce_frame(correlation_id: int) -> bytes:
-    """acks=1 to the probe partition, which the probe's LeaderAndIsr makes this broker lead."""
-    records = build_batch([(None, b"x" * 100)], 0) * PRODUCE_BATCHES
+def produce_frame(correlation_id: int, one_batch: bool = False) -> bytes:
+    """acks=1 to the probe partition, which the probe's LeaderAndIsr makes this broker lead.
+
+    ``one_batch``: the ``PRODUCE_BATCHES`` records in one batch instead of one batch each; Apache Kafka
+    refuses Produce v3+ with more than one batch per partition (INVALID_RECORD), so a load meant for
+    both implementations sends this one."""
+    if one_batch:
+        records = build_batch([(None, b"x" * 100)] * PRODUCE_BATCHES, 0)
+    else:
+        records = build_batch([(None, b"x" * 100)], 0) * PRODUCE_BATCHES
     body = {
         "transactional_id": None,
         "acks": 1,
@@ -105,15 +113,18 @@ class LoadShare:
     failures: Any
     ready: Any
     stop: Any
+    one_batch: bool = False
+    """Produce requests of one batch (see :func:`produce_frame`)."""
 
 
 async def _load(share: LoadShare) -> None:
     streams = [
         await asyncio.open_connection(share.host, share.port, limit=1 << 22) for _ in range(share.connections)
     ]
+    produce = functools.partial(produce_frame, one_batch=share.one_batch)
     tasks = [
         asyncio.create_task(
-            _stream(r, w, share.depth, produce_frame, share.produced, share.failures)
+            _stream(r, w, share.depth, produce, share.produced, share.failures)
             if i < share.producers
             else _stream(r, w, share.depth, metadata_frame, share.completed, share.failures)
         )
@@ -136,9 +147,10 @@ def load_worker(share: LoadShare) -> None:
 
 
 class LoadGenerator:
-    """``connections`` Metadata and Produce streams split over ``processes`` spawned processes."""
+    """``connections`` Metadata and Produce streams split over ``processes`` spawned processes;
+    ``one_batch`` as :func:`produce_frame` takes it."""
 
-    def __init__(self, host: str, port: int, settings: Settings) -> None:
+    def __init__(self, host: str, port: int, settings: Settings, *, one_batch: bool = False) -> None:
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
         self._ready = [context.Event() for _ in range(settings.load_processes)]
@@ -162,6 +174,7 @@ class LoadGenerator:
                         failures=self._failures[i],
                         ready=self._ready[i],
                         stop=self._stop,
+                        one_batch=one_batch,
                     ),
                 ),
                 name=f"control-latency-load-{i}",

@@ -24,7 +24,7 @@ from bench.control_settings import (
     UPDATE_METADATA_VERSION,
 )
 from network.connection import KafkaConnection
-from protocol import ApiKey, ErrorCode, epoch_field
+from protocol import DEFAULT_DIALECT, ApiKey, ErrorCode, epoch_field
 
 __all__ = ["ProbeRequests", "Sample", "leader_and_isr", "live_brokers", "probe", "update_metadata"]
 
@@ -83,6 +83,9 @@ def leader_and_isr(leader_epoch: int, host: str, port: int, broker_epoch: int) -
 class ProbeRequests:
     """LeaderAndIsr v5 and a small UpdateMetadata v7, alternately; the leader epoch keeps rising."""
 
+    dialect = DEFAULT_DIALECT
+    """The layouts ``next`` names its versions in (the seed's, here)."""
+
     def __init__(self, small_update: dict[str, Any], leader: tuple[str, int], broker_epoch: int) -> None:
         self.small_update = small_update
         self.leader = leader
@@ -111,7 +114,10 @@ class Sample:
 
 
 def response_error(response: dict[str, Any]) -> str:
-    codes = [response["error_code"], *(p["error_code"] for p in response.get("partition_errors", []))]
+    """The first error of a control response: its own, else a partition's (LeaderAndIsr v5+ groups
+    them by topic)."""
+    by_topic = [p for t in response.get("topics", []) for p in t["partition_errors"]]
+    codes = [response["error_code"], *(p["error_code"] for p in response.get("partition_errors", by_topic))]
     return ErrorCode.name_of(next((c for c in codes if c), 0))
 
 
@@ -130,7 +136,9 @@ async def probe(
         api, version, body = requests.next()
         correlation_id = connection.next_correlation_id
         began = time.perf_counter()
-        _, response = await connection.send(api, version, body, timeout=PROBE_TIMEOUT_S)
+        _, response = await connection.send(
+            api, version, body, timeout=PROBE_TIMEOUT_S, dialect=requests.dialect
+        )
         elapsed_ms = (time.perf_counter() - began) * 1000
         samples.append(Sample(api.name, correlation_id, elapsed_ms, response_error(response)))
         tick = max(tick + 1, math.ceil((loop.time() - start) / interval_s))

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.ack_brokers import AckBrokers, merge_progress, merge_stats
-from bench.failover import ACK_APIS, ControllerRun, event_time, settled, state_paths
+from bench.failover import ACK_APIS, ControllerRun, event_time, reelect, settled, state_paths
 from bench.machine import machine, write_report
 from bench.measure import cpu_seconds, peak_rss_mib, ratio
 from bench.zk_populate import IN_FLIGHT, Cluster, commit_pipelined, ensure_chroot, populate
@@ -150,9 +150,11 @@ async def one_run(
     *,
     ibp: str | None = None,
     prefix: str = "controlled-shutdown",
+    reelections: int = 0,
 ) -> dict[str, Any]:
-    """A fresh cluster in ``/<prefix>-<index>``, our controller, its failover acknowledged, then broker
-    1's ControlledShutdown (v3 on Kafka 3.9's wire, else v2)."""
+    """A fresh cluster in ``/<prefix>-<index>``, our controller, its failover acknowledged (then
+    ``reelections`` more by the same process, ``/controller`` deleted under it), then broker 1's
+    ControlledShutdown (v3 on Kafka 3.9's wire, else v2)."""
     connect = f"{server.connect_string}/{prefix}-{index}"
     await ensure_chroot(connect)
     cluster = Cluster(partitions, BROKERS, leader=SHUTTING_DOWN)
@@ -168,6 +170,8 @@ async def one_run(
         epochs = ack.start()
         run.start()
         await run.wait_until(settled(run, len(BROKERS)), 120, "acknowledged failover")
+        for _ in range(reelections):
+            await reelect(run, connect, len(BROKERS), 120)
         cpu_before = cpu_seconds(run.pid)
         sent_at, seconds, response = await shutdown_request(
             control_endpoint(run), epochs[SHUTTING_DOWN].epoch, version
@@ -176,7 +180,7 @@ async def one_run(
         await run.wait_until(lambda _: run.first("controlled_shutdown_handled") is not None, 30, "its event")
         checked = await verify(zk, cluster)
         # The LeaderAndIsr and UpdateMetadata that announce the new leaders, until answered.
-        await run.wait_until(settled(run, len(BROKERS)), 60, "acknowledged shutdown")
+        await run.wait_until(settled(run, len(BROKERS), run.latest_epoch()), 60, "acknowledged shutdown")
         peak = peak_rss_mib(run.pid)
         progress = await asyncio.to_thread(ack.progress)
     finally:
@@ -189,6 +193,7 @@ async def one_run(
     after = [e for e in run.events if e["kind"] == "response_received" and event_time(e) >= event_time(began)]
     return {
         "partitions": partitions,
+        "reelections_before": reelections,
         "controlled_shutdown_version": version,
         "request_to_response_s": round(seconds, 3),
         "partition_state_write_s": round(write_s, 3),

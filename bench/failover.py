@@ -230,6 +230,24 @@ async def delete_controller(connect: str) -> None:
         await zk.close()
 
 
+async def reelect(run: ControllerRun, connect: str, brokers: int, timeout: float) -> int:
+    """Delete ``/controller`` under the running controller, then wait until it has won again and
+    ``brokers`` acknowledged that failover; the new epoch."""
+    previous = run.latest_epoch()
+    assert previous is not None
+    await delete_controller(connect)
+
+    def reelected(_: list[Event]) -> bool:
+        latest = run.latest_epoch()
+        return latest is not None and latest > previous
+
+    await run.wait_until(reelected, timeout, "its re-election")
+    epoch = run.latest_epoch()
+    assert epoch is not None
+    await run.wait_until(settled(run, brokers, epoch), timeout, "acknowledged re-election")
+    return epoch
+
+
 async def last_election(connect: str) -> tuple[int, float]:
     """The latest controller election in ``connect``'s chroot: its epoch and when ZooKeeper committed
     it (``/controller_epoch``'s mtime, in wall-clock seconds). Kafka's controller and ours both bump
@@ -508,21 +526,10 @@ class FailoverCase:
 
     async def reelection(self, run: ControllerRun) -> dict[str, Any]:
         """Delete ``/controller`` under the running controller and time its takeover again."""
-        previous = run.latest_epoch()
-        assert previous is not None
         ack_before, cpu_before = self.ack_cpu_seconds(), cpu_seconds(run.pid)
         stall_before, wall_before = cpu_stall_us(), time.monotonic()
-        await delete_controller(self.connect)
         self.takeovers += 1
-
-        def reelected(_: list[Event]) -> bool:
-            latest = run.latest_epoch()
-            return latest is not None and latest > previous
-
-        await run.wait_until(reelected, self.timeout, "its re-election")
-        epoch = run.latest_epoch()
-        assert epoch is not None
-        await run.wait_until(settled(run, self.brokers, epoch), self.timeout, "acknowledged re-election")
+        epoch = await reelect(run, self.connect, self.brokers, self.timeout)
         cpu = cpu_seconds(run.pid)
         return {
             **timeline(run, epoch),
