@@ -43,23 +43,22 @@ from bench.codec import topic_states
 from bench.control_broker import QUEUE_SIZE, SCRAPE_INTERVAL_S, BrokerRun, wait_saturated
 from bench.control_load import LoadGenerator
 from bench.control_phases import attach_broker_times, measure_phase, report_phase
-from bench.control_requests import ProbeRequests, live_brokers, update_metadata
+from bench.control_requests import ProbeRequests, elect, live_brokers, update_metadata
 from bench.control_settings import (
-    CONTROLLER_EPOCH,
     CONTROLLER_ID,
     METADATA_VERSION,
     PROBE_TIMEOUT_S,
     UPDATE_METADATA_VERSION,
     Settings,
+    add_probe_options,
+    probe_settings,
 )
 from bench.machine import machine, write_report
 from bench.measure import ratio
 from bench.zookeeper import zookeeper_workdir
 from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
-from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
-from zkstore.election import try_elect
 
 TARGET_DEDICATED_OVER_IDLE = 2.0
 TARGET_SHARED_OVER_DEDICATED = 10.0
@@ -187,10 +186,7 @@ async def run_all(zookeeper: str, workdir: Path, settings: Settings) -> dict[str
     zk = AsyncZooKeeper(zookeeper)
     await zk.start()
     try:
-        registration = znodes.ControllerRegistration(CONTROLLER_ID, int(time.time() * 1000))
-        token = await try_elect(zk, CONTROLLER_ID, registration.encode())
-        if token is None or token.epoch != CONTROLLER_EPOCH:
-            raise RuntimeError(f"the benchmark could not become controller with epoch {CONTROLLER_EPOCH}")
+        await elect(zk)
         return {mode: await run_mode(mode, zookeeper, workdir, settings) for mode in ("dedicated", "shared")}
     finally:
         await zk.close()
@@ -200,18 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--duration", type=float, default=30.0, help="seconds of probing per phase")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 s per phase")
-    parser.add_argument("--interval-ms", type=float, default=50.0, help="time between probe requests")
-    parser.add_argument("--partitions", type=int, default=20_000, help="in the warm-up UpdateMetadata")
-    parser.add_argument("--brokers", type=int, default=50, help="live brokers in every UpdateMetadata")
-    parser.add_argument("--io-threads", type=int, default=2, help="the broker's num.io.threads")
-    parser.add_argument("--queued-max-requests", type=int, default=50, help="the data-plane queue capacity")
-    parser.add_argument("--connections", type=int, default=64, help="Metadata client connections")
-    parser.add_argument("--pipeline-depth", type=int, default=3, help="Metadata requests written ahead")
-    parser.add_argument(
-        "--load-processes", type=int, default=1, help="processes the connections are split over"
-    )
+    add_probe_options(parser)
     parser.add_argument(
         "--produce-connections",
         type=int,
@@ -228,21 +213,8 @@ def main(argv: list[str] | None = None) -> None:
         "--out", type=Path, default=Path(__file__).resolve().parent / "results" / "control_latency.json"
     )
     args = parser.parse_args(argv)
-    settings = Settings(
-        partitions=args.partitions,
-        brokers=args.brokers,
-        io_threads=args.io_threads,
-        queued_max_requests=args.queued_max_requests,
-        connections=args.connections,
-        pipeline_depth=args.pipeline_depth,
-        load_processes=args.load_processes,
-        produce_connections=args.connections // 2
-        if args.produce_connections is None
-        else args.produce_connections,
-        interval_ms=args.interval_ms,
-        duration_s=5.0 if args.quick else args.duration,
-        saturation_timeout_s=60.0,
-        switch_interval_ms=args.switch_interval_ms,
+    settings = probe_settings(
+        args, produce_connections=args.produce_connections, switch_interval_ms=args.switch_interval_ms
     )
     with zookeeper_workdir("control-latency-bench-") as (server, workdir):
         modes = asyncio.run(run_all(server.connect_string, workdir, settings))

@@ -13,6 +13,7 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from bench.control_broker import BrokerRun, Scrapes, scrape_loop
@@ -23,16 +24,17 @@ from bench.measure import cpu_seconds, machine_busy_seconds, summary
 from network.connection import KafkaConnection
 from protocol import ApiKey
 
-__all__ = ["attach_broker_times", "measure_phase", "report_phase"]
+__all__ = ["attach_broker_times", "cpu_now", "cpu_shares", "measure_phase", "probe_sampling", "report_phase"]
 
 
-def cpu_now(broker: BrokerRun, load: LoadGenerator | None) -> dict[str, float | None]:
-    """CPU seconds so far of the broker, the load generators, this process and the whole machine."""
+def cpu_now(broker_pid: int, load: LoadGenerator | None, helper_s: float = 0.0) -> dict[str, float | None]:
+    """CPU seconds so far of the broker, the load generators, this benchmark (this process and
+    ``helper_s`` of its helper processes) and the whole machine."""
     load_cpu = [cpu_seconds(pid) for pid in load.pids] if load else []
     return {
-        "broker": cpu_seconds(broker.pid),
+        "broker": cpu_seconds(broker_pid),
         "load_generators": None if None in load_cpu else sum(c for c in load_cpu if c is not None),
-        "benchmark": sum(os.times()[:2]),
+        "benchmark": sum(os.times()[:2]) + helper_s,
         "machine": machine_busy_seconds(),
     }
 
@@ -55,6 +57,22 @@ def cpu_shares(
     return shares
 
 
+async def probe_sampling(
+    sampler: Coroutine[Any, Any, None],
+    connection: KafkaConnection,
+    requests: ProbeRequests,
+    settings: Settings,
+) -> list[Sample]:
+    """One phase's probes, ``sampler`` (the broker's queue, read until cancelled) running beside them."""
+    task = asyncio.create_task(sampler)
+    try:
+        return await probe(connection, requests, settings.duration_s, settings.interval_ms / 1000)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def measure_phase(
     name: str,
     broker: BrokerRun,
@@ -64,21 +82,15 @@ async def measure_phase(
     load: LoadGenerator | None,
 ) -> dict[str, Any]:
     scrapes = Scrapes()
-    scraper = asyncio.create_task(scrape_loop(broker.metrics_port, scrapes))
     cpu_before, completed_before, produced_before, began = (
-        cpu_now(broker, load),
+        cpu_now(broker.pid, load),
         load.completed if load else 0,
         load.produced if load else 0,
         time.monotonic(),
     )
-    try:
-        samples = await probe(connection, requests, settings.duration_s, settings.interval_ms / 1000)
-    finally:
-        scraper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await scraper
+    samples = await probe_sampling(scrape_loop(broker.metrics_port, scrapes), connection, requests, settings)
     elapsed = time.monotonic() - began
-    cpu = cpu_shares(cpu_before, cpu_now(broker, load), elapsed)
+    cpu = cpu_shares(cpu_before, cpu_now(broker.pid, load), elapsed)
     completed = (load.completed if load else 0) - completed_before
     produced = (load.produced if load else 0) - produced_before
     return {

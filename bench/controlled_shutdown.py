@@ -127,6 +127,47 @@ def last_ack_after(progress: dict[str, Any], epoch: int, sent_at: float) -> floa
     return round(max(last) - sent_at, 3) if last and max(last) > sent_at else None
 
 
+def cpu_used(before: float | None, after: float | None) -> float | None:
+    """The controller's CPU seconds over the request, where both readings were had."""
+    return None if before is None or after is None else round(after - before, 2)
+
+
+def shutdown_result(
+    partitions: int,
+    reelections: int,
+    version: int,
+    state_write: tuple[int, float],
+    answer: tuple[float, dict[str, Any]],
+    own: dict[str, Any],
+    checked: dict[str, int],
+    stats: dict[str, Any],
+    peak: float | None,
+) -> dict[str, Any]:
+    """One run's figures, alike for either controller: the floor (``state_write``: partitions written,
+    seconds), the answer (seconds, body), ``own`` (the controller's CPU and what only that run records,
+    such as its last acknowledgement), ZooKeeper's check, the ack brokers' traffic and the controller's
+    peak RSS."""
+    written, write_s = state_write
+    seconds, response = answer
+    return {
+        "partitions": partitions,
+        "reelections_before": reelections,
+        "controlled_shutdown_version": version,
+        "request_to_response_s": round(seconds, 3),
+        "partition_state_write_s": round(write_s, 3),
+        "partition_states_written": written,
+        "over_state_write": ratio(seconds, write_s),
+        "error": ErrorCode(response["error_code"]).name,
+        "remaining_partitions": len(response["remaining_partitions"]),
+        **own,
+        "zookeeper": checked,
+        "correct": checked["still_led"] == 0 and checked["still_in_isr"] == 0 and checked["unreadable"] == 0,
+        "requests_with_failover": stats["requests"],
+        "bytes_with_failover": stats["bytes"],
+        "controller_peak_rss_mib": peak,
+    }
+
+
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over runs: the answer, the floor, their ratio, and the last acknowledgement."""
     median = statistics.median(r["request_to_response_s"] for r in runs)
@@ -191,30 +232,26 @@ async def one_run(
     began = run.first("controlled_shutdown_started")
     assert handled is not None and began is not None
     after = [e for e in run.events if e["kind"] == "response_received" and event_time(e) >= event_time(began)]
-    return {
-        "partitions": partitions,
-        "reelections_before": reelections,
-        "controlled_shutdown_version": version,
-        "request_to_response_s": round(seconds, 3),
-        "partition_state_write_s": round(write_s, 3),
-        "partition_states_written": written,
-        "over_state_write": ratio(seconds, write_s),
-        "error": ErrorCode(response["error_code"]).name,
-        "remaining_partitions": len(response["remaining_partitions"]),
-        "handled_duration_ms": handled["duration_ms"],
-        "controller_cpu_s": (
-            None if cpu_before is None or cpu_after is None else round(cpu_after - cpu_before, 2)
-        ),
-        "led": handled["led"],
-        "followed": handled["followed"],
-        "started_to_last_ack_s": round(max(map(event_time, after)) - event_time(began), 3) if after else None,
-        "request_to_last_ack_s": last_ack_after(progress, began["controller_epoch"], sent_at),
-        "zookeeper": checked,
-        "correct": checked["still_led"] == 0 and checked["still_in_isr"] == 0 and checked["unreadable"] == 0,
-        "requests_with_failover": stats["requests"],
-        "bytes_with_failover": stats["bytes"],
-        "controller_peak_rss_mib": peak,
-    }
+    return shutdown_result(
+        partitions,
+        reelections,
+        version,
+        (written, write_s),
+        (seconds, response),
+        {
+            "handled_duration_ms": handled["duration_ms"],
+            "controller_cpu_s": cpu_used(cpu_before, cpu_after),
+            "led": handled["led"],
+            "followed": handled["followed"],
+            "started_to_last_ack_s": (
+                round(max(map(event_time, after)) - event_time(began), 3) if after else None
+            ),
+            "request_to_last_ack_s": last_ack_after(progress, began["controller_epoch"], sent_at),
+        },
+        checked,
+        stats,
+        peak,
+    )
 
 
 async def run_all(server: ZooKeeperServer, args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:

@@ -78,9 +78,11 @@ from bench.controlled_shutdown import (
 )
 from bench.controlled_shutdown import (
     SHUTTING_DOWN,
+    cpu_used,
     last_ack_after,
     one_run,
     shutdown_request,
+    shutdown_result,
     summary,
     time_state_write,
     verify,
@@ -92,7 +94,6 @@ from bench.zk_populate import Cluster, ensure_chroot, populate
 from bench.zookeeper import zookeeper_workdir
 from kafkapeer.broker import JVM_OPTS, KafkaBroker, KafkaBrokerError
 from kafkapeer.jars import BROKER, KAFKA_39, classpath
-from protocol import ErrorCode
 from protocol.ibp import MIXED_CLUSTER_IBP, control_wire
 from zkserver.ports import free_ports
 from zkserver.server import ZooKeeperServer
@@ -550,26 +551,20 @@ async def kafka_controlled_shutdown(
         controller.stop()
         stats = merge_stats(ack.stop())
         await zk.close()
-    return {
-        "partitions": partitions,
-        "reelections_before": args.reelections,
-        "controlled_shutdown_version": version,
-        "request_to_response_s": round(seconds, 3),
-        "partition_state_write_s": round(write_s, 3),
-        "partition_states_written": written,
-        "over_state_write": ratio(seconds, write_s),
-        "error": ErrorCode(response["error_code"]).name,
-        "remaining_partitions": len(response["remaining_partitions"]),
-        "controller_cpu_s": (
-            None if cpu_before is None or cpu_after is None else round(cpu_after - cpu_before, 2)
-        ),
-        "request_to_last_ack_s": last_ack_after(progress, epoch, sent_at),
-        "zookeeper": checked,
-        "correct": checked["still_led"] == 0 and checked["still_in_isr"] == 0 and checked["unreadable"] == 0,
-        "requests_with_failover": stats["requests"],
-        "bytes_with_failover": stats["bytes"],
-        "controller_peak_rss_mib": peak,
-    }
+    return shutdown_result(
+        partitions,
+        args.reelections,
+        version,
+        (written, write_s),
+        (seconds, response),
+        {
+            "controller_cpu_s": cpu_used(cpu_before, cpu_after),
+            "request_to_last_ack_s": last_ack_after(progress, epoch, sent_at),
+        },
+        checked,
+        stats,
+        peak,
+    )
 
 
 async def shutdown_case(server: ZooKeeperServer, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:

@@ -56,114 +56,64 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
-import sys
 import time
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from bench.codec import topic_states
 from bench.control_load import PRODUCE_BATCHES, LoadGenerator
-from bench.control_phases import API_NAMES, cpu_shares
-from bench.control_requests import ProbeRequests, Sample, live_brokers, probe, response_error
+from bench.control_phases import API_NAMES, cpu_now, cpu_shares, probe_sampling
+from bench.control_requests import (
+    ProbeRequests,
+    Sample,
+    elect,
+    live_brokers,
+    probe,
+    probe_partition,
+    response_error,
+    update_metadata,
+)
 from bench.control_settings import (
     BROKER_ID,
-    CONTROLLER_EPOCH,
     CONTROLLER_ID,
     PROBE_TIMEOUT_S,
     PROBE_TOPIC,
     Settings,
+    add_probe_options,
+    probe_settings,
 )
 from bench.kafka_control_targets import IBP, SCRAPE_INTERVAL_S, Target, make_target
-from bench.kafka_peer import MachineLoad, chroot, end_offset, kafka_facts
-from bench.machine import machine, write_report
-from bench.measure import cpu_seconds, machine_busy_seconds, ratio, summary
+from bench.kafka_peer import MachineLoad, cell, chroot, end_offset, figure_table, report_head
+from bench.machine import write_report
+from bench.measure import ratio, summary
 from bench.zookeeper import zookeeper_workdir
 from kafkapeer.jars import BROKER, classpath
 from network.connection import KafkaConnection
-from protocol import ApiKey, epoch_field
+from protocol import ApiKey
 from protocol.ibp import control_wire
-from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
-from zkstore.election import try_elect
 
 IMPLEMENTATIONS = ("kafka", "ours")
 MODES = ("dedicated", "shared")
 WIRE = control_wire(IBP)
 """LeaderAndIsr v7 and UpdateMetadata v8 in Kafka's layouts, to both brokers."""
-UPDATE_TYPE_UNKNOWN = 0
-"""``type`` as Kafka's ZooKeeper-mode controller sends it."""
-PROBE_TOPIC_ID = uuid.UUID("6b61666b-612d-6269-6e67-2d70726f6265")
 
 
 # -- the requests, in Kafka 3.9's layouts
-
-
-def with_topic_ids(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """UpdateMetadata v7+'s topic states carry a topic id: one per topic, fixed by its name."""
-    return [{**t, "topic_id": uuid.uuid5(uuid.NAMESPACE_URL, t["topic_name"])} for t in states]
-
-
-def update_metadata(
-    states: list[dict[str, Any]], brokers: list[dict[str, Any]], epoch: int
-) -> dict[str, Any]:
-    return {
-        "controller_id": CONTROLLER_ID,
-        "is_kraft_controller": False,
-        "type": UPDATE_TYPE_UNKNOWN,
-        "controller_epoch": CONTROLLER_EPOCH,
-        epoch_field(ApiKey.UPDATE_METADATA, WIRE.update_metadata, WIRE.dialect): epoch,
-        "topic_states": states,
-        "live_brokers": brokers,
-    }
-
-
-def leader_and_isr(leader_epoch: int, host: str, port: int, epoch: int) -> dict[str, Any]:
-    """The probe partition led by the broker under test with a newer leader epoch: applied each time."""
-    state = {
-        "partition_index": 0,
-        "controller_epoch": CONTROLLER_EPOCH,
-        "leader": BROKER_ID,
-        "leader_epoch": leader_epoch,
-        "isr": [BROKER_ID],
-        "partition_epoch": leader_epoch,
-        "replicas": [BROKER_ID],
-        "adding_replicas": [],
-        "removing_replicas": [],
-        "is_new": leader_epoch == 0,
-        "leader_recovery_state": 0,
-    }
-    return {
-        "controller_id": CONTROLLER_ID,
-        "is_kraft_controller": False,
-        "controller_epoch": CONTROLLER_EPOCH,
-        epoch_field(ApiKey.LEADER_AND_ISR, WIRE.leader_and_isr, WIRE.dialect): epoch,
-        "type": UPDATE_TYPE_UNKNOWN,
-        "topic_states": [
-            {"topic_name": PROBE_TOPIC, "topic_id": PROBE_TOPIC_ID, "partition_states": [state]}
-        ],
-        "live_leaders": [{"broker_id": BROKER_ID, "host_name": host, "port": port}],
-    }
 
 
 def probe_topic_state(leader_epoch: int) -> dict[str, Any]:
     """UpdateMetadata's view of the probe partition: led by the broker under test at ``leader_epoch``
     (Kafka accepts Produce only for partitions its metadata cache knows)."""
     state = {
-        "partition_index": 0,
-        "controller_epoch": CONTROLLER_EPOCH,
-        "leader": BROKER_ID,
-        "leader_epoch": leader_epoch,
-        "isr": [BROKER_ID],
+        **probe_partition(leader_epoch),
         "zk_version": leader_epoch,
         "replicas": [BROKER_ID],
         "offline_replicas": [],
     }
-    return {"topic_name": PROBE_TOPIC, "topic_id": PROBE_TOPIC_ID, "partition_states": [state]}
+    return {"topic_name": PROBE_TOPIC, "partition_states": [state]}
 
 
 class KafkaWireProbe(ProbeRequests):
@@ -171,35 +121,17 @@ class KafkaWireProbe(ProbeRequests):
     probe partition with a newer leader epoch, then the UpdateMetadata of that partition every broker
     gets after a leader change (with every live broker)."""
 
-    dialect = WIRE.dialect
-
     def __init__(self, brokers: list[dict[str, Any]], leader: tuple[str, int], broker_epoch: int) -> None:
-        super().__init__(update_metadata([probe_topic_state(0)], brokers, broker_epoch), leader, broker_epoch)
+        first = update_metadata([probe_topic_state(0)], brokers, broker_epoch, WIRE)
+        super().__init__(first, leader, broker_epoch, WIRE)
         self.brokers = brokers
 
-    def next(self) -> tuple[ApiKey, int, dict[str, Any]]:
-        api = next(self._turn)
-        if api is ApiKey.UPDATE_METADATA:
-            announced = max(0, self.leader_epoch - 1)
-            body = update_metadata([probe_topic_state(announced)], self.brokers, self.broker_epoch)
-            return api, WIRE.update_metadata, body
-        body = leader_and_isr(self.leader_epoch, *self.leader, self.broker_epoch)
-        self.leader_epoch += 1
-        return api, WIRE.leader_and_isr, body
+    def update(self) -> dict[str, Any]:
+        announced = max(0, self.leader_epoch - 1)
+        return update_metadata([probe_topic_state(announced)], self.brokers, self.broker_epoch, self.wire)
 
 
 # -- one phase
-
-
-def cpu_now(target: Target, load: LoadGenerator | None) -> dict[str, float | None]:
-    """CPU seconds so far of the broker, the load generators, this benchmark and the whole machine."""
-    load_cpu = [cpu_seconds(pid) for pid in load.pids] if load else []
-    return {
-        "broker": cpu_seconds(target.pid),
-        "load_generators": None if None in load_cpu else sum(c for c in load_cpu if c is not None),
-        "benchmark": sum(os.times()[:2]) + target.helper_cpu_seconds(),
-        "machine": machine_busy_seconds(),
-    }
 
 
 async def sample_queue(target: Target, into: list[float]) -> None:
@@ -220,15 +152,9 @@ async def measure_phase(
     load: LoadGenerator | None,
 ) -> dict[str, Any]:
     sizes: list[float] = []
-    sampler = asyncio.create_task(sample_queue(target, sizes))
-    cpu_before, began = cpu_now(target, load), time.monotonic()
+    cpu_before, began = cpu_now(target.pid, load, target.helper_cpu_seconds()), time.monotonic()
     metadata_before, produce_before = (load.completed, load.produced) if load else (0, 0)
-    try:
-        samples = await probe(connection, requests, settings.duration_s, settings.interval_ms / 1000)
-    finally:
-        sampler.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sampler
+    samples = await probe_sampling(sample_queue(target, sizes), connection, requests, settings)
     elapsed = time.monotonic() - began
     metadata = (load.completed if load else 0) - metadata_before
     produced = (load.produced if load else 0) - produce_before
@@ -240,7 +166,7 @@ async def measure_phase(
         "produce_per_s": round(produced / elapsed, 1),
         "records_per_s": round(produced * PRODUCE_BATCHES / elapsed),
         "load_failures": load.failures if load else 0,
-        "cpu_cores": cpu_shares(cpu_before, cpu_now(target, load), elapsed),
+        "cpu_cores": cpu_shares(cpu_before, cpu_now(target.pid, load, target.helper_cpu_seconds()), elapsed),
         "queue_sizes": sizes,
     }
 
@@ -296,27 +222,16 @@ async def wait_saturated(target: Target, capacity: int, timeout: float) -> dict[
     }
 
 
-async def elect(zk: AsyncZooKeeper) -> None:
-    """Take ``/controller`` (ephemeral, this session) at epoch 1 before the broker starts, so a Kafka
-    broker's own KafkaController finds the seat taken and stays passive."""
-    registration = znodes.ControllerRegistration(CONTROLLER_ID, int(time.time() * 1000))
-    token = await try_elect(zk, CONTROLLER_ID, registration.encode())
-    if token is None or token.epoch != CONTROLLER_EPOCH:
-        raise RuntimeError(f"the benchmark could not become controller with epoch {CONTROLLER_EPOCH}")
-
-
 async def warm_up(target: Target, connection: KafkaConnection, settings: Settings) -> dict[str, Any]:
     """The big UpdateMetadata (``--partitions`` and the probe partition); the live brokers it named, and
     how long it took."""
     brokers = live_brokers(settings.brokers, target.endpoints)
-    states = with_topic_ids(
-        topic_states(settings.partitions, settings.brokers, {"zk_version": 0, "offline_replicas": []})
-    )
+    states = topic_states(settings.partitions, settings.brokers, {"zk_version": 0, "offline_replicas": []})
     began = time.perf_counter()
     _, response = await connection.send(
         ApiKey.UPDATE_METADATA,
         WIRE.update_metadata,
-        update_metadata([*states, probe_topic_state(0)], brokers, target.epoch),
+        update_metadata([*states, probe_topic_state(0)], brokers, target.epoch, WIRE),
         timeout=PROBE_TIMEOUT_S,
         dialect=WIRE.dialect,
     )
@@ -435,9 +350,6 @@ FIGURE_ROWS = (
 
 
 def table(results: dict[str, dict[str, Any]], figs: dict[str, Any]) -> str:
-    def f(value: float | None, width: int) -> str:
-        return f"{'-':>{width}}" if value is None else f"{value:>{width}.2f}"
-
     head = (
         f"{'impl':<7}{'mode':<11}{'phase':<8}{'probes':>7}{'errors':>7}{'rtt p50':>9}{'rtt p99':>9}"
         f"{'rtt max':>9}{'LAI in':>8}{'md/s':>8}{'rec/s':>9}{'queue':>7}{'full':>6}{'cpu':>6}{'other':>6}"
@@ -451,17 +363,12 @@ def table(results: dict[str, dict[str, Any]], figs: dict[str, Any]) -> str:
                 queue = p["data_queue_size"]
                 lines.append(
                     f"{implementation:<7}{mode:<11}{name:<8}{p['probes']:>7}{errors:>7}"
-                    f"{f(rtt['p50'], 9)}{f(rtt['p99'], 9)}{f(rtt['max'], 9)}"
-                    f"{f(p['leader_and_isr_handle_ms']['p99'], 8)}{p['metadata_per_s']:>8.1f}"
-                    f"{p['records_per_s']:>9}{f(queue['mean'], 7)}{f(queue['full_share'], 6)}"
-                    f"{f(p['cpu_cores']['broker'], 6)}{f(p['cpu_cores']['other'], 6)}"
+                    f"{cell(rtt['p50'], 9)}{cell(rtt['p99'], 9)}{cell(rtt['max'], 9)}"
+                    f"{cell(p['leader_and_isr_handle_ms']['p99'], 8)}{p['metadata_per_s']:>8.1f}"
+                    f"{p['records_per_s']:>9}{cell(queue['mean'], 7)}{cell(queue['full_share'], 6)}"
+                    f"{cell(p['cpu_cores']['broker'], 6)}{cell(p['cpu_cores']['other'], 6)}"
                 )
-    lines += ["", f"{'figure':<32}{'kafka':>10}{'ours':>10}{'ours/kafka':>12}"]
-    for label, key in FIGURE_ROWS:
-        lines.append(
-            f"{label:<32}{f(figs['kafka'][key], 10)}{f(figs['ours'][key], 10)}"
-            f"{f(figs['ours_over_kafka'][key], 12)}"
-        )
+    lines += ["", *figure_table(figs, FIGURE_ROWS, label_width=32, value_width=10)]
     return "\n".join(lines)
 
 
@@ -471,20 +378,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--duration", type=float, default=30.0, help="seconds of probing per phase")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 s per phase")
+    add_probe_options(parser, brokers_under_test="both brokers'")
     parser.add_argument(
         "--warm-up", type=float, default=10.0, help="seconds of unmeasured probes before the idle phase"
-    )
-    parser.add_argument("--interval-ms", type=float, default=50.0, help="time between probe requests")
-    parser.add_argument("--partitions", type=int, default=20_000, help="in the warm-up UpdateMetadata")
-    parser.add_argument("--brokers", type=int, default=50, help="live brokers in every UpdateMetadata")
-    parser.add_argument("--io-threads", type=int, default=2, help="both brokers' num.io.threads")
-    parser.add_argument("--queued-max-requests", type=int, default=50, help="the data-plane queue capacity")
-    parser.add_argument("--connections", type=int, default=64, help="load connections")
-    parser.add_argument("--pipeline-depth", type=int, default=3, help="requests written ahead per connection")
-    parser.add_argument(
-        "--load-processes", type=int, default=1, help="processes the connections are split over"
     )
     parser.add_argument(
         "--saturation-timeout", type=float, default=60.0, help="seconds to wait for the queue to fill"
@@ -501,39 +397,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     classpath(BROKER)  # JarsMissing, naming `make kafka`, before anything starts
-    settings = Settings(
-        partitions=args.partitions,
-        brokers=args.brokers,
-        io_threads=args.io_threads,
-        queued_max_requests=args.queued_max_requests,
-        connections=args.connections,
-        pipeline_depth=args.pipeline_depth,
-        load_processes=args.load_processes,
-        produce_connections=args.connections // 2,
-        interval_ms=args.interval_ms,
-        duration_s=5.0 if args.quick else args.duration,
-        saturation_timeout_s=args.saturation_timeout,
-        switch_interval_ms=None,
-    )
+    settings = probe_settings(args, saturation_timeout_s=args.saturation_timeout)
     load = MachineLoad()
     with zookeeper_workdir("kafka-control-latency-", keep=args.workdir) as (server, workdir):
         results = asyncio.run(run_all(server.connect_string, workdir, settings, args.warm_up))
     figs = figures(results)
     print(table(results, figs))
     report = {
-        "benchmark": "kafka_control_latency",
-        "machine": machine(),
-        "date": load.date,
-        "load": load.report(),
-        "command": " ".join(
-            [
-                Path(sys.executable).name,
-                "-m",
-                "bench.kafka_control_latency",
-                *(sys.argv[1:] if argv is None else argv),
-            ]
-        ),
-        "kafka": kafka_facts(),
+        **report_head("kafka_control_latency", argv, load),
         "settings": {
             **asdict(settings),
             "inter_broker_protocol_version": IBP,

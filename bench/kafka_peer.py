@@ -12,7 +12,9 @@
 * :class:`MachineLoad`: what else the machine did meanwhile (load average, CPU pressure stall share);
 * :func:`chroot`: a ZooKeeper chroot per implementation, so the two never see each other's znodes;
   :func:`wait_leader` and :func:`end_offset`: a partition's leader and its records, asked of either
-  broker over the wire (Metadata v1, ListOffsets v1).
+  broker over the wire (Metadata v1, ListOffsets v1);
+* :func:`report_head` and :func:`figure_table`: what every such report starts with, and the table of
+  each figure for Kafka, ours and ours/Kafka on stdout.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import contextlib
 import csv
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.kafka_anchor import KAFKA_PERFORMANCE_OPTS, LOG4J, StockKafkaBroker, java_version
+from bench.machine import machine
 from bench.measure import cpu_stall_us, stall_share
 from kafkapeer.jars import KAFKA_39
 from kafkapeer.tools import JVM_OPTS as TOOL_JVM_OPTS
@@ -47,9 +51,12 @@ __all__ = [
     "JmxSampler",
     "MachineLoad",
     "MeasuredRun",
+    "cell",
     "chroot",
     "end_offset",
+    "figure_table",
     "kafka_facts",
+    "report_head",
     "run_measured",
     "tool_command",
     "wait_leader",
@@ -327,3 +334,35 @@ def kafka_facts() -> dict[str, Any]:
         "jvm_options": list(KAFKA_PERFORMANCE_OPTS),
         "log_levels": "Kafka's stock config/log4j.properties",
     }
+
+
+def report_head(benchmark: str, argv: Sequence[str] | None, load: MachineLoad) -> dict[str, Any]:
+    """The report's first keys: which benchmark ran, where, when, beside what load, how it was called
+    (``argv``, else this process's arguments) and which Kafka it measured."""
+    return {
+        "benchmark": benchmark,
+        "machine": machine(),
+        "date": load.date,
+        "load": load.report(),
+        "command": " ".join(
+            [Path(sys.executable).name, "-m", f"bench.{benchmark}", *(sys.argv[1:] if argv is None else argv)]
+        ),
+        "kafka": kafka_facts(),
+    }
+
+
+def cell(value: float | None, width: int) -> str:
+    """A figure right-aligned to ``width`` with two decimals; ``-`` where there is none."""
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.2f}"
+
+
+def figure_table(
+    figs: dict[str, Any], rows: Sequence[tuple[str, str]], label_width: int, value_width: int
+) -> list[str]:
+    """A header, then per ``(label, key)`` of ``rows`` Kafka's figure, ours and ours/Kafka (``figs``
+    holds them under ``kafka``, ``ours`` and ``ours_over_kafka``)."""
+    lines = [f"{'figure':<{label_width}}{'kafka':>{value_width}}{'ours':>{value_width}}{'ours/kafka':>12}"]
+    for label, key in rows:
+        kafka, ours = cell(figs["kafka"][key], value_width), cell(figs["ours"][key], value_width)
+        lines.append(f"{label:<{label_width}}{kafka}{ours}{cell(figs['ours_over_kafka'][key], 12)}")
+    return lines

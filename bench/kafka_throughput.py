@@ -41,7 +41,6 @@ import contextlib
 import json
 import re
 import statistics
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,12 +50,13 @@ from bench.kafka_peer import (
     MachineLoad,
     chroot,
     end_offset,
-    kafka_facts,
+    figure_table,
+    report_head,
     run_measured,
     tool_command,
     wait_leader,
 )
-from bench.machine import machine, write_report
+from bench.machine import write_report
 from bench.measure import cpu_seconds, cpu_stall_us, ratio, stall_share
 from bench.zookeeper import zookeeper_workdir
 from cluster.processes import BrokerProcess, ControllerProcess
@@ -453,16 +453,7 @@ ROWS = (
 
 
 def table(figs: dict[str, Any]) -> str:
-    def f(value: float | None, width: int) -> str:
-        return f"{'-':>{width}}" if value is None else f"{value:>{width}.2f}"
-
-    lines = [f"{'figure':<36}{'kafka':>12}{'ours':>12}{'ours/kafka':>12}"]
-    for label, key in ROWS:
-        lines.append(
-            f"{label:<36}{f(figs['kafka'][key], 12)}{f(figs['ours'][key], 12)}"
-            f"{f(figs['ours_over_kafka'][key], 12)}"
-        )
-    return "\n".join(lines)
+    return "\n".join(figure_table(figs, ROWS, label_width=36, value_width=12))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -507,19 +498,7 @@ def main(argv: list[str] | None = None) -> None:
     figs = figures(results, settings)
     print(table(figs))
     report = {
-        "benchmark": "kafka_throughput",
-        "machine": machine(),
-        "date": load.date,
-        "load": load.report(),
-        "command": " ".join(
-            [
-                Path(sys.executable).name,
-                "-m",
-                "bench.kafka_throughput",
-                *(sys.argv[1:] if argv is None else argv),
-            ]
-        ),
-        "kafka": kafka_facts(),
+        **report_head("kafka_throughput", argv, load),
         "settings": {
             **asdict(settings),
             "one_broker_settings": ONE_BROKER,

@@ -14,20 +14,10 @@ from pathlib import Path
 import pytest
 
 from bench import kafka_anchor
-from kafkapeer.jars import BROKER, JarsMissing, classpath
 
 PARTITIONS = 500
 BROKERS = 3
 RF = 3
-
-
-@pytest.fixture(scope="module")
-def kafka_jars() -> str:
-    """Kafka 3.9's class path; fails (never skips) when ``make kafka`` has not resolved it."""
-    try:
-        return classpath(BROKER)
-    except JarsMissing as exc:
-        pytest.fail(f"Kafka's jars are missing, so Kafka's controller cannot be measured: {exc}")
 
 
 def test_the_state_change_log_gives_each_request_and_its_partitions_per_broker() -> None:

@@ -25,20 +25,10 @@ from bench.kafka_control_latency import FIGURE_ROWS
 from bench.kafka_control_targets import leader_and_isr_finished, state_change_acceptance
 from bench.kafka_throughput import ROWS, Settings, parse_consumer, parse_producer
 from bench.kafka_throughput import figures as throughput_figures
-from kafkapeer.jars import BROKER, JarsMissing, classpath
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 240
 IMPLEMENTATIONS = ("kafka", "ours")
-
-
-@pytest.fixture(scope="module")
-def kafka_jars() -> str:
-    """Kafka 3.9's class path; fails (never skips) when ``make kafka`` has not resolved it."""
-    try:
-        return classpath(BROKER)
-    except JarsMissing as exc:
-        pytest.fail(f"Kafka's jars are missing, so Kafka's broker cannot be measured: {exc}")
 
 
 def test_the_perf_tools_output_is_read_as_printed() -> None:
