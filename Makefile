@@ -78,10 +78,11 @@ spark-test: install java
 	$(PY) -m pytest -m spark_cluster tests/pipeline/test_spark_cluster.py
 
 # The long scenarios of a cluster shared with Apache Kafka 3.9 (tests marked mixed): controlled
-# shutdowns and session expiries across implementations. make test runs the short one (the hand-over
-# from our controller to Kafka's and back); CI runs these after make test.
+# shutdowns and session expiries across implementations, and a chaos run whose controllers are of
+# both kinds. make test runs the short one (the hand-over from our controller to Kafka's and back);
+# CI runs these after make test.
 mixed: install java kafka
-	$(PY) -m pytest -m mixed tests/interop
+	$(PY) -m pytest -m mixed tests/interop tests/chaos
 
 lint: install
 	$(VENV)/bin/ruff check .
