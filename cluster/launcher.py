@@ -343,7 +343,8 @@ async def _start_daemons(
             processes.append(entry)
         for broker in brokers:
             await broker.wait_kind("broker_started", timeout=60)
-        await kafka_nodes.registered(connect, list(layout.kafka_ids))
+        if layout.kafka_brokers:
+            await kafka_nodes.registered(connect, list(layout.kafka_ids))
         await _any_failover(controllers)
     except BaseException:
         for process in started:

@@ -32,6 +32,7 @@ FIELDS = {
         "acks1_topic",
     },
     "fault_injected": {"fault", "target", "role", "detail"},
+    "controller_seen": {"controller_id", "controller_epoch", "implementation"},
     "fault_healed": {"fault", "target", "role"},
     "run_finished": {"run_id", "acked", "failed", "consumed", "duration_s"},
     "availability": {"by_fault"},

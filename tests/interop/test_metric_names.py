@@ -411,15 +411,6 @@ def test_a_dashboard_metric_is_the_same_on_kafka_and_on_ours(name: str, scrapes:
         assert mismatch(difference.instead, None, scrapes.kafka, scrapes.ours) == ""
 
 
-@pytest.mark.parametrize("name", sorted(n for n, d in DIFFERENCES.items() if d.gap))
-def test_the_kafka_name_for_a_gap_is_the_same_on_both(name: str, scrapes: Scrapes) -> None:
-    """The name the dashboard should query instead is exported alike by both."""
-    instead = DIFFERENCES[name].instead
-    assert instead is not None
-    assert mismatch(instead, None, scrapes.kafka, scrapes.ours) == ""
-    assert scrapes.ours[name].labels == scrapes.ours[instead].labels
-
-
 def test_names_both_export_have_the_same_labels_and_kind(scrapes: Scrapes) -> None:
     """Beyond the dashboard: every sample name in both scrapes has the same label names and kind."""
     shared = sorted(set(scrapes.kafka) & set(scrapes.ours))
