@@ -207,19 +207,19 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
         async with _logs(run_dir) as (events, history):
             _emit_started(events, config, run_id, counts[config.topic], seed)
             injector = target.injector(events, zk)
-            async with (
-                controllers.watching(zk, events),
-                _workloads(config, java, servers, run_dir, history, topics) as (workloads, group),
-            ):
-                await _faults_then_heal(config.duration_s, schedules, injector, workloads, group)
-                log.info("faults over and healed; stopping the producers")
-                consumed = await _read_back_all(zk, servers, workloads, counts, history)
-                if group is not None:
-                    await _drain_group(group, workloads[0])
-            reports = await _verified_replicas(target, list(topics))
-            inconsistent = verify_replicas.record(events, reports)
+            # Who holds /controller is sampled until the settling is over, so that the rule about one
+            # active controller sees a Kafka broker's controller elected meanwhile.
+            async with controllers.watching(zk, events):
+                async with _workloads(config, java, servers, run_dir, history, topics) as (workloads, group):
+                    await _faults_then_heal(config.duration_s, schedules, injector, workloads, group)
+                    log.info("faults over and healed; stopping the producers")
+                    consumed = await _read_back_all(zk, servers, workloads, counts, history)
+                    if group is not None:
+                        await _drain_group(group, workloads[0])
+                reports = await _verified_replicas(target, list(topics))
+                inconsistent = verify_replicas.record(events, reports)
+                await _settle_after_faults(list(read_lines(run_dir / "events.jsonl")))
             run_lines = list(read_lines(run_dir / "events.jsonl"))
-            await _settle_after_faults(run_lines)
             judged_at = datetime.now(UTC)
             daemon_lines = _daemon_lines(target, run_lines)
             figures = availability(daemon_lines, run_lines)

@@ -1,6 +1,6 @@
 """A chaos run on a cluster shared with Apache Kafka 3.9 brokers (``--kafka-brokers``): our only
-controller candidate is killed, so a Kafka broker's controller takes over, and the run, its verdict
-and its safety rules account for a controller that keeps no log of ours.
+controller candidate is paused past its session, so a Kafka broker's controller takes over, and the
+run, its verdict and its safety rules account for a controller that keeps no log of ours.
 
 Kafka's jars must be there (``make kafka``): a missing set fails here rather than skipping.
 """
@@ -45,17 +45,20 @@ def test_a_run_passes_control_to_a_kafka_broker_and_judges_it(
         ("kafka-3", "broker", 3),
         ("kafka-4", "broker", 4),
     ]
-    monkeypatch.setattr(safety, "SETTLE_S", 5.0)
+    # The rule about one active controller is judged 15 s after a heal instead of 30: enough for our
+    # killed candidate's 6 s session to expire and a Kafka broker's controller to be elected and seen.
+    monkeypatch.setattr(safety, "SETTLE_S", 15.0)
     # Our one candidate is the only controller target; with the Kafka brokers' controllers it may go
-    # down alone. Killed, it leaves /controller to a Kafka broker (the only other candidates).
-    argv = ["run", "--dir", str(cluster), "--duration", "8", "--interval", "3", "--rate", "100"]
-    argv += ["--faults", "kill", "--targets", "controller", "--seed", "1"]
+    # down alone. Paused past its session (a kill's 3 s would let it race again), it leaves
+    # /controller to a Kafka broker, the only other candidates, and resigns when it resumes.
+    argv = ["run", "--dir", str(cluster), "--duration", "4", "--interval", "2", "--rate", "100"]
+    argv += ["--faults", "pause", "--targets", "controller", "--seed", "1"]
     status = main(argv)
     captured = capsys.readouterr()
     assert status == 0, captured.out + captured.err
     [run_dir] = (cluster / "chaos").iterdir()
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert ("kill", "controller-1001") in {
+    assert ("pause", "controller-1001") in {
         (e["fault"], e["target"]) for e in events if e["kind"] == "fault_injected"
     }
     seen = [(e["controller_id"], e["implementation"]) for e in events if e["kind"] == "controller_seen"]
