@@ -190,7 +190,9 @@ class KafkaApis:
             self._received(request, body)
         refused, body = self._authorize(request, body)
         if refused is None and control:
-            refused = self._unconfirmed(request, body)
+            # An earlier generation's request is STALE_BROKER_EPOCH before any controller-epoch check,
+            # as Kafka orders them, even when ZooKeeper already names a newer controller.
+            refused = self._refusal(request, body) or self._unconfirmed(request, body)
         if refused is not None:
             if control:
                 self._handled(request, body, refused, started)

@@ -101,6 +101,26 @@ async def test_a_forged_leader_and_isr_neither_applies_nor_cuts_the_broker_off(
 
 
 @pytest.mark.zookeeper
+async def test_an_earlier_generations_request_is_stale_broker_epoch_before_any_epoch_confirmation(
+    cluster: Cluster,
+) -> None:
+    """Kafka checks the broker epoch first: a request queued for this broker's previous registration,
+    from a controller epoch ZooKeeper no longer holds, is STALE_BROKER_EPOCH, not STALE_CONTROLLER_EPOCH
+    (a mixed campaign saw Kafka's deposed controller reach a bounced broker of ours that way)."""
+    await cluster.start((1,))
+    broker = cluster.brokers[1]
+    real = cluster.controller
+    assert real is not None
+    old = leader_and_isr(
+        5, epoch_of(broker) - 1, {"late": [lai_partition(0, replicas=(1,))]}, controller_epoch=1 << 20
+    )
+    old["controller_id"] = real.controller_id
+    answer = await broker.request("CONTROLLER", ApiKey.LEADER_AND_ISR, 5, old)
+    assert answer["error_code"] == ErrorCode.STALE_BROKER_EPOCH
+    assert not broker.of_kind("controller_epoch_unconfirmed")
+
+
+@pytest.mark.zookeeper
 def test_the_failover_benchmark_runs_both_modes(tmp_path: Path) -> None:
     """A smoke run of bench.epoch_confirmation, so that it cannot rot (numbers are not judged)."""
     out = tmp_path / "epoch_confirmation.json"
