@@ -332,9 +332,6 @@ class KafkaApis:
         return self._control_error(request, body, refusal.code)
 
     def _leader_and_isr(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-        refused = self._refusal(request, body)
-        if refused is not None:
-            return refused
         header = request.header
         code, errors = self.replica_manager.become_leader_or_follower(
             body, leader_and_isr_orders(body), header.correlation_id
@@ -343,9 +340,6 @@ class KafkaApis:
         return leader_and_isr_answer(body, by_id, code, errors)
 
     def _update_metadata(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-        refused = self._refusal(request, body)
-        if refused is not None:
-            return refused
         if not self.replica_manager.accept_controller_epoch(body["controller_epoch"]):
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
         removed = self.metadata_cache.update(body)
@@ -354,9 +348,6 @@ class KafkaApis:
         return {"error_code": ErrorCode.NONE}
 
     def _stop_replica(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-        refused = self._refusal(request, body)
-        if refused is not None:
-            return refused
         code, errors = self.replica_manager.stop_replicas(body["controller_epoch"], stop_replica_orders(body))
         return stop_replica_answer(code, errors)
 

@@ -21,8 +21,8 @@ from broker.group.config import OFFSETS_TOPIC
 from broker.metadata_cache import MetadataCache, Snapshot
 from broker.request_channel import Request
 from protocol import DEFAULT_DIALECT, ApiKey, Encoded, ErrorCode, WireDialect, message_codec
+from protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
 """Flagged internal so consumers' pattern subscriptions leave them out, as in Kafka."""
 

@@ -25,6 +25,7 @@ from controller.context import ControllerContext
 from network.server import CloseConnection
 from protocol import ApiKey, ErrorCode
 from protocol.consumer_offsets import partition_for
+from protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from zkstore import entity_configs
 from zkstore.aio import AsyncZooKeeper
 from zkstore.cluster_id import read_cluster_id
@@ -40,7 +41,6 @@ Answer = Callable[[str, int, Body], Awaitable[Body]]
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_TOPIC})
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 KEY_TYPES = {0: OFFSETS_TOPIC, 1: TRANSACTION_TOPIC}
 """FindCoordinator's key types: group, transaction; each names the topic whose leaders coordinate."""
 TOPIC_RESOURCE = 2
