@@ -8,6 +8,7 @@ client, wrong passwords, topics without ACLs. Real clients produce and consume t
 from __future__ import annotations
 
 import asyncio
+import functools
 import shutil
 import subprocess
 import uuid
@@ -24,7 +25,7 @@ from cluster.processes import BrokerProcess
 from cluster.secure import SecureCluster
 from network.connection import KafkaConnection
 from protocol import ApiKey, ErrorCode
-from security.acl import AclEntry, AclOperation, AclPermissionType, ResourcePattern, ResourceType
+from security.acl import AclEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
 from security.config import ClientSecurity
 from security.tls import TlsSettings, client_context
 from tests.support.cluster import Cluster, epoch_of
@@ -44,13 +45,6 @@ from zkstore.topic_writes import create_topic
 PASSWORD = "alice-secret"
 
 
-async def allow(
-    zk: AsyncZooKeeper, kind: ResourceType, name: str, principal: str, *ops: AclOperation
-) -> None:
-    entries = {AclEntry(principal, AclPermissionType.ALLOW, op, "*") for op in ops}
-    await update_resource_acls(zk, ResourcePattern(kind, name), lambda current: current | entries)
-
-
 class Secured:
     """The secured cluster of one test, its authenticated ZooKeeper session and its CA."""
 
@@ -59,6 +53,47 @@ class Secured:
 
     def bootstrap(self, listener: str = "CLIENT") -> str:
         return ",".join("{}:{}".format(*b.endpoint(listener)) for b in self.cluster.brokers.values())
+
+    async def allow(self, kind: ResourceType, name: str, principal: str, *ops: AclOperation) -> None:
+        """Grant ``ops`` and return once every broker's authorizer has them in force: brokers follow
+        ACL changes through ZooKeeper notifications, so a client right after the write could be refused."""
+        entries = {AclEntry(principal, AclPermissionType.ALLOW, op, "*") for op in ops}
+        await update_resource_acls(self.zk, ResourcePattern(kind, name), lambda current: current | entries)
+        admin = self.tls(self.secure.client_certificate("admin"))  # a super user may describe ACLs
+        wanted = {(principal, int(op)) for op in ops}
+        for broker in self.cluster.brokers.values():
+            await wait_until(
+                functools.partial(self._granted, broker, admin, kind, name, wanted),
+                f"the ACLs of {name} in force on {broker.name}",
+            )
+
+    @staticmethod
+    async def _granted(
+        broker: BrokerProcess,
+        admin: ClientSecurity,
+        kind: ResourceType,
+        name: str,
+        wanted: set[tuple[str, int]],
+    ) -> bool:
+        host, port = broker.endpoint("INTERNAL")
+        connection = await KafkaConnection.open(
+            host, port, client_id="acl-probe", security=admin, connect_timeout=5
+        )
+        try:
+            query = {
+                "resource_type_filter": int(kind),
+                "resource_name_filter": name,
+                "pattern_type_filter": int(PatternType.LITERAL),
+                "principal_filter": None,
+                "host_filter": None,
+                "operation": int(AclOperation.ANY),
+                "permission_type": int(AclPermissionType.ALLOW),
+            }
+            _, answer = await connection.send(ApiKey.DESCRIBE_ACLS, 1, query, timeout=15)
+        finally:
+            await connection.close()
+        have = {(a["principal"], a["operation"]) for r in answer["resources"] for a in r["acls"]}
+        return wanted <= have
 
     def tls(self, keystore: Path | None) -> ClientSecurity:
         settings = TlsSettings(
@@ -86,16 +121,17 @@ async def secured(cluster: Cluster, zk_connect: str, tmp_path: Path) -> Any:
         await cluster.controller.wait_kind("failover_complete", timeout=30)
         for topic in ("orders", "secret"):
             await create_topic(zk, topic, {0: (1, 2)})
+        secured = Secured(cluster, secure, zk)
         alice = "User:alice"
-        await allow(zk, ResourceType.TOPIC, "orders", alice, AclOperation.WRITE, AclOperation.READ)
-        await allow(zk, ResourceType.GROUP, "readers", alice, AclOperation.READ)
+        await secured.allow(ResourceType.TOPIC, "orders", alice, AclOperation.WRITE, AclOperation.READ)
+        await secured.allow(ResourceType.GROUP, "readers", alice, AclOperation.READ)
         for broker in cluster.brokers.values():
             for topic in ("orders", "secret"):
                 await broker.wait_event(
                     lambda e, t=topic: e["kind"] in ("become_leader", "become_follower") and e["topic"] == t,
                     what=f"{topic} on {broker.name}",
                 )
-        yield Secured(cluster, secure, zk)
+        yield secured
     finally:
         await zk.close()
 
@@ -198,8 +234,8 @@ async def test_confluent_kafka_python_and_kcat_round_trip_over_ssl_and_scram(sec
     """Each client over SSL with its certificate (INTERNAL) and over SASL_SSL with SCRAM (CLIENT)."""
     keystore = secured.secure.client_certificate("carol")  # User:carol, by the mapping rules
     carol = "User:carol"
-    await allow(secured.zk, ResourceType.TOPIC, "orders", carol, AclOperation.WRITE, AclOperation.READ)
-    await allow(secured.zk, ResourceType.GROUP, "readers", carol, AclOperation.READ)
+    await secured.allow(ResourceType.TOPIC, "orders", carol, AclOperation.WRITE, AclOperation.READ)
+    await secured.allow(ResourceType.GROUP, "readers", carol, AclOperation.READ)
     ca = str(secured.secure.ca.certificate)
     configs = {
         "SSL": {
