@@ -27,15 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.authorization import Denial, RequestAuthorizer
-from broker.control_requests import (
-    answers_by_topic_id,
-    control_error,
-    from_kraft_controller,
-    leader_and_isr_answer,
-    leader_and_isr_orders,
-    stop_replica_answer,
-    stop_replica_orders,
-)
 from broker.controller_guard import ControllerEpochGuard
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
@@ -56,6 +47,16 @@ from protocol import (
     error_response_body,
     message_codec,
     supported_versions,
+)
+from protocol.control_requests import (
+    answers_by_topic_id,
+    broker_epoch_is_stale,
+    control_error,
+    from_kraft_controller,
+    leader_and_isr_answer,
+    leader_and_isr_orders,
+    stop_replica_answer,
+    stop_replica_orders,
 )
 from protocol.registry import api_spec
 
@@ -103,27 +104,6 @@ class BrokerIdentity:
 
     broker_id: int
     epoch: int = UNKNOWN_BROKER_EPOCH
-
-
-def broker_epoch_is_stale(
-    api_key: int,
-    version: int,
-    body: dict[str, Any],
-    own_epoch: int,
-    dialect: WireDialect = DEFAULT_DIALECT,
-) -> bool:
-    """Whether a control request (read in ``dialect``) is meant for an earlier registration of this broker.
-
-    KIP-380's ``broker_epoch``: older than ours, except -1, which a controller that predates KIP-380
-    leaves there. Seed 002's ``max_broker_epoch``: older than ours, no exception; it is the maximum
-    of the live brokers' epochs, which a controller sending these versions always knows, so a -1
-    has no legitimate sender and accepting it would let any request past the fence.
-    """
-    field = epoch_field(ApiKey(api_key), version, dialect)
-    epoch: int = body[field]
-    if field == "max_broker_epoch":
-        return epoch < own_epoch
-    return epoch != UNKNOWN_BROKER_EPOCH and epoch < own_epoch
 
 
 class KafkaApis:

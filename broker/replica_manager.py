@@ -22,7 +22,6 @@ from typing import Any
 
 from broker.alter_partition_manager import Outcome, Proposal
 from broker.checkpoint import CorruptCheckpoint, read_offsets, write_offsets
-from broker.control_requests import NO_EPOCH, PartitionOrder, StopOrder
 from broker.log import LogConfig
 from broker.log_manager import LogManager
 from broker.metadata_cache import MetadataCache
@@ -31,6 +30,7 @@ from broker.purgatory import Purgatory
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
+from protocol.control_requests import NO_EPOCH, PartitionOrder, StopOrder
 from zkstore.znodes import TopicPartition, format_topic_id
 
 log = logging.getLogger("broker.replica_manager")

@@ -174,9 +174,9 @@ def broker_epochs_increase(events: DataFrame) -> CheckResult:
 
 
 def stale_epoch_expected() -> Column:
-    """broker/apis.py broker_epoch_is_stale on the logged fields: ``max_broker_epoch`` below the broker's
-    own epoch is stale, -1 included; ``broker_epoch`` below it is, except -1 (unknown). Null when the
-    line carries neither field."""
+    """protocol/control_requests.py broker_epoch_is_stale on the logged fields: ``max_broker_epoch``
+    below the broker's own epoch is stale, -1 included; ``broker_epoch`` below it is, except -1
+    (unknown). Null when the line carries neither field."""
     from pyspark.sql import functions as F
 
     now = F.col("broker_epoch_now")

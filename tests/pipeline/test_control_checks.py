@@ -256,11 +256,12 @@ def test_each_writer_is_held_to_the_filter_it_applies(cluster_log: ClusterLog, r
 
 
 def test_the_audit_judges_staleness_exactly_as_the_broker_does(spark: SparkSession) -> None:
-    """stale_epoch_expected (over logged fields) against broker/apis.py broker_epoch_is_stale (over
-    the request body), for both epoch protocols and every position relative to the broker's epoch."""
-    from broker.apis import broker_epoch_is_stale
+    """stale_epoch_expected (over logged fields) against protocol/control_requests.py
+    broker_epoch_is_stale (over the request body), for both epoch protocols and every position
+    relative to the broker's epoch."""
     from pipeline.checks import stale_epoch_expected
     from protocol import ApiKey
+    from protocol.control_requests import broker_epoch_is_stale
     from protocol.messages import MAX_BROKER_EPOCH_VERSIONS, PER_BROKER_EPOCH_VERSIONS, epoch_field
 
     own = 50

@@ -37,7 +37,6 @@ from typing import Any
 import uvloop
 from kazoo.exceptions import NoNodeError
 
-from broker.apis import broker_epoch_is_stale
 from cluster.secure import SecureCluster
 from network.server import RequestServer, current_request
 from protocol import (
@@ -49,6 +48,7 @@ from protocol import (
     RequestHeader,
     epoch_field,
 )
+from protocol.control_requests import broker_epoch_is_stale
 from zkstore.aio import AsyncZooKeeper
 from zkstore.registration import register_broker
 from zkstore.znodes import BrokerRegistration, Endpoint, TopicPartition, broker_path

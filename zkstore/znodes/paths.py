@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from protocol.topic_partition import TopicPartition
 
 __all__ = [
     "BROKER_IDS",
@@ -29,16 +29,6 @@ __all__ = [
     "partitions_path",
     "topic_path",
 ]
-
-
-class TopicPartition(NamedTuple):
-    """A partition's identity; a plain ``(topic, partition)`` tuple compares equal to it."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 _INT32_MAX = 2**31 - 1  # ids in paths are Java ints

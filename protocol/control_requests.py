@@ -1,4 +1,4 @@
-"""Control requests read into one form from every layout the broker takes, and answers written back.
+"""Control requests read into one form from every layout, the broker-epoch fence, and the answers.
 
 Each answer is written in the layout of the version it answers.
 
@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocol import ApiKey, ErrorCode, WireDialect
+from protocol import DEFAULT_DIALECT, UNKNOWN_BROKER_EPOCH, ApiKey, ErrorCode, WireDialect, epoch_field
 from protocol.messages.leader_and_isr import FIRST_TOPIC_ID_VERSION
 from protocol.registry import api_spec
-from zkstore.znodes import TopicPartition
+from protocol.topic_partition import TopicPartition
 
 __all__ = [
     "NO_EPOCH",
@@ -34,6 +34,7 @@ __all__ = [
     "PartitionOrder",
     "StopOrder",
     "answers_by_topic_id",
+    "broker_epoch_is_stale",
     "control_error",
     "from_kraft_controller",
     "leader_and_isr_answer",
@@ -165,3 +166,24 @@ def control_error(
     if api_key == ApiKey.STOP_REPLICA:
         return stop_replica_answer(code, {})
     return {"error_code": code}
+
+
+def broker_epoch_is_stale(
+    api_key: int,
+    version: int,
+    body: dict[str, Any],
+    own_epoch: int,
+    dialect: WireDialect = DEFAULT_DIALECT,
+) -> bool:
+    """Whether a control request (read in ``dialect``) is meant for an earlier registration of this broker.
+
+    KIP-380's ``broker_epoch``: older than ours, except -1, which a controller that predates KIP-380
+    leaves there. Seed 002's ``max_broker_epoch``: older than ours, no exception; it is the maximum
+    of the live brokers' epochs, which a controller sending these versions always knows, so a -1
+    has no legitimate sender and accepting it would let any request past the fence.
+    """
+    field = epoch_field(ApiKey(api_key), version, dialect)
+    epoch: int = body[field]
+    if field == "max_broker_epoch":
+        return epoch < own_epoch
+    return epoch != UNKNOWN_BROKER_EPOCH and epoch < own_epoch
