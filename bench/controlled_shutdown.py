@@ -34,9 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.ack_brokers import AckBrokers, merge_progress, merge_stats
-from bench.failover import ACK_APIS, ControllerRun, event_time, reelect, settled, state_paths
+from bench.controller_run import ControllerRun, event_time, reelect, settled
+from bench.failover import state_paths
 from bench.machine import machine, write_report
 from bench.measure import cpu_seconds, peak_rss_mib, ratio
+from bench.takeover import ACK_APIS
 from bench.zk_populate import IN_FLIGHT, Cluster, commit_pipelined, ensure_chroot, populate
 from bench.zookeeper import zookeeper_workdir
 from network.connection import KafkaConnection

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.kafka_anchor import KAFKA_PERFORMANCE_OPTS, LOG4J, StockKafkaBroker, java_version
+from bench.kafka_controller import KAFKA_PERFORMANCE_OPTS, LOG4J, StockKafkaBroker, java_version
 from bench.machine import machine
 from bench.measure import cpu_stall_us, stall_share
 from kafkapeer.jars import KAFKA_39

@@ -221,3 +221,53 @@ def test_the_daemons_load_none_of_the_command_line_packages() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+LONG_BY_NATURE = ("protocol/messages/",)
+"""Message schemas are one long declaration each, as Kafka's JSON specs are."""
+
+
+def source_files() -> list[Path]:
+    """Every Python file of the project's packages and of its tests."""
+    return sorted(p for package in (*PACKAGES, "tests") for p in (ROOT / package).rglob("*.py"))
+
+
+def oversized(paths: list[Path], max_module: int, max_function: int) -> list[str]:
+    """Modules longer than ``max_module`` lines and functions longer than ``max_function``, one line each."""
+    found = []
+    for path in paths:
+        where = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines > max_module and not where.startswith(LONG_BY_NATURE):
+            found.append(f"{where}: {lines} lines")
+        for node in ast.walk(ast.parse(text, where)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > max_function:
+                    found.append(f"{where}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_no_module_or_function_is_a_room_of_several_jobs() -> None:
+    """Size is the symptom the split of the big rooms cured; a module that grows past it holds two jobs."""
+    found = oversized(source_files(), MAX_MODULE_LINES, MAX_FUNCTION_LINES)
+    assert not found, "split along the job's seams:\n" + "\n".join(found)
+
+
+def test_the_size_check_finds_a_long_module_and_a_long_function(tmp_path: Path) -> None:
+    long = tmp_path / "long.py"
+    long.write_text('"""Too long."""\n\n\ndef f() -> None:\n' + "    pass\n" * 5 + "\n" * 10)
+    assert oversized([long], 12, 4) == [f"{long}: 19 lines", f"{long}:4 f: 6 lines"]
+
+
+def test_every_module_says_its_job_first() -> None:
+    missing = [
+        str(p.relative_to(ROOT))
+        for p in source_files()
+        if p.read_text(encoding="utf-8").strip()
+        and ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) is None
+    ]
+    assert not missing, "modules without a docstring: " + ", ".join(missing)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import kafka_anchor
+from bench import kafka_anchor, kafka_controller
 
 PARTITIONS = 500
 BROKERS = 3
@@ -32,7 +32,7 @@ def test_the_state_change_log_gives_each_request_and_its_partitions_per_broker()
             "become-leader and 0 become-follower partitions",
         ]
     )
-    assert kafka_anchor.state_change_requests(log, 0, 4) == {
+    assert kafka_controller.state_change_requests(log, 0, 4) == {
         0: {"UpdateMetadata": [0, 8]},
         1: {"UpdateMetadata": [0, 8], "LeaderAndIsr": [8]},
         2: {"UpdateMetadata": [0]},
