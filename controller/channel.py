@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from controller.request_batch import OutgoingRequest
 from daemon.eventlog import EventLog
@@ -27,7 +27,7 @@ from protocol import CONTROL_APIS, ErrorCode
 from protocol.registry import api_spec
 from security.config import ClientSecurity
 
-__all__ = ["ChannelManager", "ResponseCallback", "refused_partitions"]
+__all__ = ["ChannelManager", "Connect", "ControlConnection", "ResponseCallback", "refused_partitions"]
 
 log = logging.getLogger("controller.channel")
 
@@ -35,6 +35,27 @@ ResponseCallback = Callable[[OutgoingRequest, dict[str, Any]], None]
 """Called on the loop with the request and its decoded response body."""
 
 _DOMAIN, _TYPE = "kafka.controller", "ControllerChannelManager"
+
+
+class ControlConnection(Protocol):
+    """What the channel uses of a connection to a broker (``KafkaConnection``, or a simulated one)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def next_correlation_id(self) -> int: ...
+
+    async def send(
+        self, api_key: int, api_version: int, body: bytes, *, timeout: float, dialect: Any
+    ) -> tuple[int, dict[str, Any]]: ...
+
+    async def close(self) -> None: ...
+
+
+Connect = Callable[..., Awaitable[ControlConnection]]
+"""Opens a connection: ``(host, port, *, client_id, connect_timeout, security)``, as
+``KafkaConnection.open`` does."""
 
 
 Marks = dict[int, tuple["_Broker", int]]
@@ -58,7 +79,7 @@ class _Broker:
     security: ClientSecurity | None = None
     queue: asyncio.Queue[_QueueItem] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
-    connection: KafkaConnection | None = None
+    connection: ControlConnection | None = None
     queued: int = 0
     """Requests ever queued for this channel."""
     answered: int = 0
@@ -83,8 +104,11 @@ class ChannelManager:
         reconnect_backoff_s: float = 0.1,
         events: EventLog | None = None,
         metrics: Metrics | None = None,
+        connect: Connect = KafkaConnection.open,
     ) -> None:
+        """``connect``: how a broker is reached (the simulator passes its own network)."""
         self.controller_id = controller_id
+        self._connect = connect
         self.client_id = f"controller-{controller_id}"
         self.socket_timeout_s = socket_timeout_s
         self.reconnect_backoff_s = reconnect_backoff_s
@@ -253,7 +277,7 @@ class ChannelManager:
             correlation_id: int | None = None
             try:
                 if broker.connection is None or broker.connection.closed:
-                    broker.connection = await KafkaConnection.open(
+                    broker.connection = await self._connect(
                         broker.host,
                         broker.port,
                         client_id=self.client_id,

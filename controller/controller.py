@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from kazoo.exceptions import SessionExpiredError
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from controller import events
-from controller.channel import ChannelManager
+from controller.channel import ChannelManager, Connect
 from controller.config import ControllerConfig
 from controller.context import ControllerContext
 from controller.event_manager import EventManager, EventTimings
@@ -37,6 +38,7 @@ from controller.stats import ControllerStats
 from controller.store import ControllerStore
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
+from network.connection import KafkaConnection
 from protocol import UNKNOWN_BROKER_EPOCH, ApiKey, ErrorCode
 from protocol.error_response import error_response_body
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
@@ -63,7 +65,10 @@ class Controller:
         metrics: Metrics | None = None,
         zk: AsyncZooKeeper | None = None,
         timings: EventTimings | None = None,
+        connect: Connect | None = None,
     ) -> None:
+        """``zk`` and ``connect`` are the seams the simulator (``controller.sim``) replaces: the
+        ZooKeeper session and how brokers are reached."""
         self.config = config
         self.id = config.controller_id
         self.zk = zk or AsyncZooKeeper(
@@ -78,7 +83,11 @@ class Controller:
         self.event_log = event_log or EventLog(None, f"controller-{self.id}")
         self.event_manager = EventManager(self._process, timings)
         self.channel = channel = ChannelManager(
-            self.id, socket_timeout_s=config.socket_timeout_s, events=self.event_log, metrics=metrics
+            self.id,
+            socket_timeout_s=config.socket_timeout_s,
+            events=self.event_log,
+            metrics=metrics,
+            connect=connect or KafkaConnection.open,
         )
         self.services = ControllerServices(
             config,
@@ -174,10 +183,17 @@ class Controller:
     async def _process(self, event: events.ControllerEvent) -> None:
         """Run ``event``'s handler; a caller it leaves unanswered gets the error at once."""
         try:
-            await self._handlers[type(event)](event)
-        except ControllerMoved as exc:
-            event.fail(moved=True)
-            await self.election.on_fenced_write(event, exc)
+            try:
+                await self._handlers[type(event)](event)
+            except ControllerMoved as exc:
+                event.fail(moved=True)
+                await self.election.on_fenced_write(event, exc)
+        except SessionExpiredError:
+            # Not a fault of the handler (nor of the resignation after a fenced write): the Expire
+            # event is queued and resigns.
+            log.warning(
+                "controller %d: ZooKeeper session expired while processing %s", self.id, type(event).__name__
+            )
         finally:
             event.fail(moved=False)  # nothing if answered: an exception, or a handler that forgot
 

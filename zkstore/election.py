@@ -72,8 +72,13 @@ async def try_elect(zk: AsyncZooKeeper, controller_id: int, payload: bytes) -> F
         return token
     if not any(isinstance(r, (NodeExistsError, BadVersionError)) for r in outcome):
         raise next(r for r in outcome if isinstance(r, Exception))
-    # Lost the race, or won it on an earlier attempt whose reply was lost with the connection: only
-    # our own session can own /controller, and then the epoch must be the one we wrote.
+    return await won_before(zk, new_epoch)
+
+
+async def won_before(zk: AsyncZooKeeper, new_epoch: int) -> FencingToken | None:
+    """After a lost race: whether the race was in fact won by an earlier attempt whose reply was lost
+    with the connection. Only our own session can own ``/controller``, and then the epoch must be
+    the one we wrote; anything else is another controller's win."""
     try:
         _, controller_stat = await zk.get(CONTROLLER)
         data, epoch_stat = await zk.get(CONTROLLER_EPOCH)

@@ -181,8 +181,11 @@ class BrokerChanges:
             svc.send(batch)
             ctx.topics_ineligible_for_deletion.update(tp.topic for tp, _ in deleting)
         if not elections_announced:
-            # No election, or none succeeded: tell the brokers who is gone all the same (Kafka sends
-            # it when nothing was leaderless; a failed election must not silence it either).
-            batch = svc.new_batch()
-            batch.add_update_metadata(ctx.live_or_shutting_down_ids)
-            svc.send(batch)
+            self.announce_departures()
+
+    def announce_departures(self) -> None:
+        """No election, or none succeeded: tell the brokers who is gone all the same (Kafka sends it
+        when nothing was leaderless; a failed election must not silence it either)."""
+        batch = self.services.new_batch()
+        batch.add_update_metadata(self.context.live_or_shutting_down_ids)
+        self.services.send(batch)

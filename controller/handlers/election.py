@@ -13,6 +13,8 @@ import gc
 import logging
 import time
 
+from kazoo.exceptions import SessionExpiredError
+
 from controller import events
 from controller.handlers.brokers import BrokerChanges
 from controller.handlers.failover import Failover
@@ -43,6 +45,8 @@ class ControllerElection:
         self.rpc_endpoint = rpc_endpoint
         """Where brokers reach our RPC listener, published in ``/controller`` when we win."""
         self.active_controller_id = NO_CONTROLLER
+        self.term_session: int | None = None
+        """The ZooKeeper session the current term was won on."""
 
     @property
     def controller_id(self) -> int:
@@ -61,6 +65,21 @@ class ControllerElection:
         await self.elect()
 
     async def on_expire(self, _: events.Expire) -> None:
+        """The session expired: resign, unless this term was won on the session that replaced it.
+
+        An event in progress when the session expired carries on once a new session is up (its
+        requests are sent again), and may win an election on it before this event is processed; that
+        term owns ``/controller`` on the live session, and resigning it would leave the node held by
+        a controller that is not active, for as long as the session lives.
+        """
+        if self.services.is_active and self.term_session == self.services.store.zk.session_id:
+            log.info(
+                "controller %d: ZooKeeper session expiry predates epoch %d, won on session %#x; still active",
+                self.controller_id,
+                self.context.epoch,
+                self.term_session or 0,
+            )
+            return
         self.active_controller_id = NO_CONTROLLER
         if self.services.is_active:
             await self._resign("ZooKeeper session expired")
@@ -138,6 +157,7 @@ class ControllerElection:
             return
         await store.controller_id(watch=svc.watches.controller)  # watch our own node
         store.fence(token)
+        self.term_session = store.zk.session_id
         self.context.epoch, self.context.epoch_zk_version = token.epoch, token.zk_version
         self.active_controller_id = self.controller_id
         log.info("controller %d is active with epoch %d", self.controller_id, token.epoch)
@@ -151,8 +171,8 @@ class ControllerElection:
         started = time.monotonic()
         try:
             await self.failover.run()
-        except ControllerMoved:
-            raise
+        except (ControllerMoved, SessionExpiredError):
+            raise  # deposed, or the session is gone: the fenced-write and Expire handlers resign
         except Exception:
             log.exception("controller %d: failover failed; giving up leadership", self.controller_id)
             await self._resign("failover failed")

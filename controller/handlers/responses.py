@@ -40,6 +40,18 @@ def leader_and_isr_errors(
     return failed
 
 
+FENCED = frozenset({ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH})
+"""Refusals that are the fences working (a request for a broker's earlier registration, or from a
+deposed controller): expected after a bounce or a failover, so a warning, not an error."""
+
+
+def _log_refusal(api: str, broker_id: int, error: int) -> None:
+    if error in FENCED:
+        log.warning("%s to broker %d refused by its fence: %s", api, broker_id, _error_name(error))
+    else:
+        log.error("%s to broker %d failed: %s", api, broker_id, _error_name(error))
+
+
 def _error_name(code: int) -> str:
     try:
         return ErrorCode(code).name
@@ -52,7 +64,7 @@ async def on_leader_and_isr_response(
 ) -> None:
     error = event.response.get("error_code", ErrorCode.NONE)
     if error:
-        log.error("LeaderAndIsr to broker %d failed: %s", event.broker_id, _error_name(error))
+        _log_refusal("LeaderAndIsr", event.broker_id, error)
         return
     names = {topic_id: name for name, topic_id in context.topic_ids.items() if topic_id is not None}
     for topic, partition, code in leader_and_isr_errors(event.response, names):
@@ -68,4 +80,4 @@ async def on_leader_and_isr_response(
 async def on_update_metadata_response(event: events.UpdateMetadataResponseReceived) -> None:
     error = event.response.get("error_code", ErrorCode.NONE)
     if error:
-        log.error("UpdateMetadata to broker %d failed: %s", event.broker_id, _error_name(error))
+        _log_refusal("UpdateMetadata", event.broker_id, error)

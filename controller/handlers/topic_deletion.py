@@ -35,10 +35,7 @@ class TopicDeletions:
         """
         ctx, svc = self.context, self.services
         requested = await svc.store.children(znodes.DELETE_TOPICS, watch=svc.watches.delete_topics)
-        if requested and not svc.config.delete_topic_enable:
-            log.info("delete.topic.enable is false: removing the deletion requests for %s", sorted(requested))
-            svc.event_log.emit("topic_deletion_disabled", topics=sorted(requested))
-            await svc.store.commit_ignoring_missing([Delete(znodes.delete_topic_path(t)) for t in requested])
+        if await self.drop_disabled_requests(requested):
             return
         for topic in requested:
             if topic in ctx.assignments:
@@ -49,6 +46,17 @@ class TopicDeletions:
                     for r in ctx.replicas(tp)
                 ):
                     ctx.topics_ineligible_for_deletion.add(topic)
+
+    async def drop_disabled_requests(self, requested: list[str]) -> bool:
+        """Failover with ``delete.topic.enable=false``: remove the deletion requests queued while no
+        controller was active, instead of carrying them out; True when it did."""
+        svc = self.services
+        if not requested or svc.config.delete_topic_enable:
+            return False
+        log.info("delete.topic.enable is false: removing the deletion requests for %s", sorted(requested))
+        svc.event_log.emit("topic_deletion_disabled", topics=sorted(requested))
+        await svc.store.commit_ignoring_missing([Delete(znodes.delete_topic_path(t)) for t in requested])
+        return True
 
     async def on_topic_deletion(self, _: events.TopicDeletion) -> None:
         ctx, svc = self.context, self.services
