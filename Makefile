@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test mixed lint typecheck check bench chaos soak campaign fuzz install java maven kafka clients clean compose-test spark-test
+.PHONY: run test mixed lint typecheck check bench chaos soak campaign fuzz sim sim-ci install java maven kafka clients clean compose-test spark-test
 
 install: $(STAMP)
 
@@ -138,6 +138,17 @@ soak: install java
 FUZZ_S ?= 300
 fuzz: install
 	$(PY) -m fuzz --seconds $(FUZZ_S)
+
+# The controller's deterministic simulation (docs/simulation.md): seeds of SIM_STEPS scheduler steps
+# for SIM_S seconds on every core, each judged after every step; a failing seed prints its shrunk
+# schedule. CI runs sim-ci (60 s); make test runs a few seeds and the planted bugs.
+SIM_S     ?= 1800
+SIM_STEPS ?= 2000
+sim: install
+	$(PY) -m controller.sim --budget-s $(SIM_S) --steps $(SIM_STEPS) --trace --json .run/sim.json
+
+sim-ci: install
+	$(PY) -m controller.sim --budget-s 60 --steps $(SIM_STEPS) --trace --json .run/sim-ci.json
 
 # RUNS chaos runs of CAMPAIGN_S seconds, each on a fresh cluster with the next seed (from FIRST_SEED);
 # the summary, with the worst availability per fault kind, is .run/campaign/campaign.json; then every

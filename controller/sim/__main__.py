@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from controller.sim.plants import PLANTS, planted
 from controller.sim.run import Outcome, run
@@ -41,6 +42,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=2000, help="scheduler steps per seed (default 2000)")
     parser.add_argument("--budget-s", type=float, help="stop starting seeds after this many seconds")
     parser.add_argument("--trace", action="store_true", help="shrink a failure and print its schedule")
+    parser.add_argument("--stop", action="store_true", help="stop at the first failing seed")
     parser.add_argument("--brokers", type=int, default=SimSettings().brokers)
     parser.add_argument("--controllers", type=int, default=SimSettings().controllers)
     parser.add_argument("--fault-weight", type=float, default=SimSettings().fault_weight)
@@ -89,6 +91,32 @@ def _one(job: tuple[argparse.Namespace, int]) -> Outcome:
         return run(seed, args.steps, _settings(args, seed))
 
 
+def _seeds(args: argparse.Namespace) -> Iterable[int]:
+    if args.seed is not None:
+        return [args.seed]
+    if args.seeds is None and args.budget_s is not None:
+        return itertools.count(args.first)
+    return range(args.first, args.first + (args.seeds or 100))
+
+
+def _report(args: argparse.Namespace, ran: int, elapsed: float, failures: list[dict[str, object]]) -> None:
+    per_minute = ran / elapsed * 60 if elapsed else 0.0
+    rate = f"{per_minute:.0f} per minute"
+    print(f"{ran} seeds of {args.steps} steps in {elapsed:.1f} s ({rate}): {len(failures)} failed")
+    if args.json:
+        summary = {
+            "seeds": ran,
+            "steps": args.steps,
+            "seconds": round(elapsed, 3),
+            "per_minute": round(per_minute, 1),
+            "plant": args.plant,
+            "failures": failures,
+        }
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if os.environ.get("PYTHONHASHSEED") != HASH_SEED:
         os.environ["PYTHONHASHSEED"] = HASH_SEED  # set iteration order is part of a schedule
@@ -96,14 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     if args.verbose:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-    if args.seed is not None:
-        seeds: Iterable[int] = [args.seed]
-    elif args.seeds is None and args.budget_s is not None:
-        seeds = itertools.count(args.first)
-    else:
-        seeds = range(args.first, args.first + (args.seeds or 100))
+    seeds = _seeds(args)
     started = time.monotonic()
-    ran, failures = 0, []
+    ran, failures = 0, list[dict[str, object]]()
     jobs = 1 if args.seed is not None else max(1, args.jobs)
     with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
         work = ((args, seed) for seed in seeds)
@@ -121,21 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.trace:
                     with planted(args.plant):
                         _print_trace(outcome, _settings(args, outcome.seed))
-    elapsed = time.monotonic() - started
-    per_minute = ran / elapsed * 60 if elapsed else 0.0
-    rate = f"{per_minute:.0f} per minute"
-    print(f"{ran} seeds of {args.steps} steps in {elapsed:.1f} s ({rate}): {len(failures)} failed")
-    if args.json:
-        summary = {
-            "seeds": ran,
-            "steps": args.steps,
-            "seconds": round(elapsed, 3),
-            "per_minute": round(per_minute, 1),
-            "plant": args.plant,
-            "failures": failures,
-        }
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(summary, out, indent=2)
+                if args.stop:
+                    break
+    _report(args, ran, time.monotonic() - started, failures)
     return 1 if failures else 0
 
 
