@@ -24,10 +24,10 @@ from controller.model import TopicPartition
 from controller.partition_changes import ElectionStrategy, LeadershipChange, Refused
 from controller.request_batch import RequestBatch
 from controller.state_tables import (
+    REPLICA_PREVIOUS,
     PartitionState,
     ReplicaState,
     partition_transition_allowed,
-    replica_transition_allowed,
 )
 from zkstore import znodes
 
@@ -126,23 +126,50 @@ def ensure_znodes(paths: Sequence[str]) -> Steps[None]:
 # -- initial states (failover)
 
 
-def initialize(ctx: ControllerContext) -> None:
-    """Replica and partition states from the loaded context, as Kafka's ``startup`` sets them."""
-    ctx.replica_states.clear()
-    ctx.partition_states.clear()
-    for tp in ctx.all_partitions():
-        for replica in ctx.replicas(tp):
-            online = ctx.is_replica_online(replica)
-            ctx.replica_states[tp, replica] = (
-                ReplicaState.ONLINE if online else ReplicaState.DELETION_INELIGIBLE
+def initialize(ctx: ControllerContext) -> tuple[dict[TopicPartition, list[int]], list[Replica]]:
+    """Replica and partition states from the loaded context, as Kafka's ``startup`` sets them.
+
+    Returns what the replica state machine's startup does next: the online replicas of each partition
+    that has leadership, which moving to OnlineReplica (from OnlineReplica) only sends LeaderAndIsr, and
+    the replicas that are not online. Written for a million partitions: one pass over the assignments,
+    liveness looked up in a set, no per-replica transition to check.
+    """
+    online = ctx.online_broker_ids()
+    replica_states = ctx.replica_states
+    partition_states = ctx.partition_states
+    leadership = ctx.leadership
+    replica_states.clear()
+    partition_states.clear()
+    up, down = ReplicaState.ONLINE, ReplicaState.DELETION_INELIGIBLE
+    announce: dict[TopicPartition, list[int]] = {}
+    offline: list[Replica] = []
+    for topic, partitions in ctx.assignments.items():
+        for partition, replicas in partitions.items():
+            tp = TopicPartition(topic, partition)
+            live = []
+            for replica in replicas:
+                if replica in online:
+                    replica_states[tp, replica] = up
+                    live.append(replica)
+                else:
+                    replica_states[tp, replica] = down
+                    offline.append((tp, replica))
+            info = leadership.get(tp)
+            if info is None:
+                partition_states[tp] = PartitionState.NEW
+                continue
+            partition_states[tp] = (
+                PartitionState.ONLINE if info.leader_and_isr.leader in online else PartitionState.OFFLINE
             )
-        info = ctx.leadership.get(tp)
-        if info is None:
-            ctx.partition_states[tp] = PartitionState.NEW
-        elif ctx.is_replica_online(info.leader_and_isr.leader):
-            ctx.partition_states[tp] = PartitionState.ONLINE
-        else:
-            ctx.partition_states[tp] = PartitionState.OFFLINE
+            if live:
+                announce[tp] = live
+    return announce, offline
+
+
+def announce_online(batch: RequestBatch, announce: dict[TopicPartition, list[int]]) -> None:
+    """LeaderAndIsr of each partition to its online replicas (``initialize``'s first result)."""
+    for tp, brokers in announce.items():
+        batch.add_leader_and_isr(brokers, tp)
 
 
 # -- partition state machine
@@ -263,9 +290,12 @@ def _legal_replicas(
     ctx: ControllerContext, replicas: Iterable[Replica], target: ReplicaState
 ) -> list[Replica]:
     legal = []
+    allowed = REPLICA_PREVIOUS[target]
+    states = ctx.replica_states
+    missing = ReplicaState.NON_EXISTENT
     for replica in replicas:
-        current = ctx.replica_states.get(replica, ReplicaState.NON_EXISTENT)
-        if replica_transition_allowed(current, target):
+        current = states.get(replica, missing)
+        if current in allowed:
             legal.append(replica)
         else:
             tp, broker = replica
@@ -287,8 +317,9 @@ def replicas_to(
     if target is ReplicaState.OFFLINE:
         yield from _replicas_offline(ctx, batch, legal)
         return
-    announce: dict[TopicPartition, list[int]] = {}
-    """Online replicas to send LeaderAndIsr, grouped so each partition's state is built once."""
+    if target is ReplicaState.ONLINE:
+        _replicas_online(ctx, batch, legal)
+        return
     for tp, broker in legal:
         if target is ReplicaState.NON_EXISTENT:
             _forget_replica(ctx, tp, broker)
@@ -296,13 +327,9 @@ def replicas_to(
         if target is ReplicaState.NEW:
             if not _announce_new_replica(ctx, batch, tp, broker):
                 continue
-        elif target is ReplicaState.ONLINE:
-            _online_replica(ctx, tp, broker, announce)
         elif target is ReplicaState.DELETION_STARTED:
             batch.add_stop_replica([broker], tp, delete=True)
         ctx.replica_states[tp, broker] = target
-    for tp, brokers in announce.items():
-        batch.add_leader_and_isr(brokers, tp)
 
 
 def _announce_new_replica(
@@ -319,17 +346,28 @@ def _announce_new_replica(
     return True
 
 
-def _online_replica(
-    ctx: ControllerContext, tp: TopicPartition, broker: int, announce: dict[TopicPartition, list[int]]
-) -> None:
-    """OnlineReplica: a new replica joins the assignment; an existing one gets the partition's state."""
-    current = ctx.replica_states.get((tp, broker), ReplicaState.NON_EXISTENT)
-    if current is ReplicaState.NEW:
-        replicas_now = ctx.replicas(tp)
-        if broker not in replicas_now:
-            ctx.assignments.setdefault(tp.topic, {})[tp.partition] = (*replicas_now, broker)
-    elif tp in ctx.leadership:
-        announce.setdefault(tp, []).append(broker)
+def _replicas_online(ctx: ControllerContext, batch: RequestBatch, replicas: Sequence[Replica]) -> None:
+    """OnlineReplica: a new replica joins the assignment; an existing one gets its partition's state,
+    in one LeaderAndIsr entry per partition for all its replicas (a failover moves every replica)."""
+    states = ctx.replica_states
+    leadership = ctx.leadership
+    new, online = ReplicaState.NEW, ReplicaState.ONLINE
+    announce: dict[TopicPartition, list[int]] = {}
+    for replica in replicas:
+        tp, broker = replica
+        if states.get(replica) is new:
+            replicas_now = ctx.replicas(tp)
+            if broker not in replicas_now:
+                ctx.assignments.setdefault(tp.topic, {})[tp.partition] = (*replicas_now, broker)
+        elif tp in leadership:
+            brokers = announce.get(tp)
+            if brokers is None:
+                announce[tp] = [broker]
+            else:
+                brokers.append(broker)
+        states[replica] = online
+    for tp, brokers in announce.items():
+        batch.add_leader_and_isr(brokers, tp)
 
 
 def _forget_replica(ctx: ControllerContext, tp: TopicPartition, broker: int) -> None:

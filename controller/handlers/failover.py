@@ -20,7 +20,6 @@ from controller.handlers.reassignment import Reassignments
 from controller.handlers.topic_deletion import TopicDeletions
 from controller.handlers.topics import TopicChanges
 from controller.services import ControllerServices
-from controller.state_machines import Replica
 from controller.state_tables import ReplicaState
 from zkstore import znodes
 
@@ -46,6 +45,21 @@ class Failover:
         self.preferred = preferred
 
     async def run(self) -> None:
+        """The failover, with the cyclic garbage collector held off while the context loads: loading a
+        million partitions allocates millions of objects that all live on, and each full collection
+        meanwhile would scan every one of them again (the failover grew faster than the partitions)."""
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            await self._run()
+            # What the failover built (context, state tables) lives as long as we lead: keep the
+            # collector from scanning it again and again. ``_resign`` unfreezes it.
+            gc.freeze()
+        finally:
+            if collecting:
+                gc.enable()
+
+    async def _run(self) -> None:
         ctx, svc = self.context, self.services
         await svc.store.ensure_paths(znodes.PERSISTENT_PATHS)
         # Watches first: a change that lands while we load is then seen as an event afterwards.
@@ -56,20 +70,14 @@ class Failover:
         await self.isr_changes.discard_notifications()
         await self._load_context()
         await self.deletions.load()
-        # The loaded context lives as long as we lead: keep the collector from re-scanning it.
-        gc.freeze()
         # Brokers learn the live brokers before any LeaderAndIsr.
         batch = svc.new_batch()
         batch.add_update_metadata(ctx.live_or_shutting_down_ids)
         svc.send(batch)
         await asyncio.sleep(0)  # let the channel start writing while the next batch is built
-        machines.initialize(ctx)
-        online: list[Replica] = []
-        offline: list[Replica] = []
-        for (tp, replica), state in ctx.replica_states.items():
-            (online if state is ReplicaState.ONLINE else offline).append((tp, replica))
+        online, offline = machines.initialize(ctx)
         batch = svc.new_batch()
-        await svc.apply(machines.replicas_to(ctx, batch, online, ReplicaState.ONLINE))
+        machines.announce_online(batch, online)  # every online replica: OnlineReplica -> OnlineReplica
         svc.send(batch)
         await asyncio.sleep(0)
         batch = svc.new_batch()

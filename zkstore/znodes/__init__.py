@@ -43,6 +43,7 @@ from zkstore.znodes.paths import (
     parse_partition_state_path,
     partition_path,
     partition_state_path,
+    partition_state_paths,
     partitions_path,
     topic_path,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "parse_topic_id",
     "partition_path",
     "partition_state_path",
+    "partition_state_paths",
     "partitions_path",
     "topic_path",
 ]

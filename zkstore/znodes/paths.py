@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from protocol.topic_partition import TopicPartition
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "parse_partition_state_path",
     "partition_path",
     "partition_state_path",
+    "partition_state_paths",
     "partitions_path",
     "topic_path",
 ]
@@ -109,6 +112,19 @@ def partition_path(topic: str, partition: int) -> str:
 
 def partition_state_path(topic: str, partition: int) -> str:
     return f"{partition_path(topic, partition)}/state"
+
+
+def partition_state_paths(partitions: Iterable[TopicPartition]) -> list[str]:
+    """``partition_state_path`` of many partitions, each topic's name checked once (a million paths
+    are built at every failover)."""
+    checked: set[str] = set()
+    paths = []
+    for topic, partition in partitions:
+        if topic not in checked:
+            check_topic(topic)
+            checked.add(topic)
+        paths.append(f"{BROKER_TOPICS}/{topic}/partitions/{check_id(partition, 'partition')}/state")
+    return paths
 
 
 def delete_topic_path(topic: str) -> str:
