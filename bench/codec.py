@@ -1,11 +1,17 @@
-"""Codec throughput on the controller's biggest messages: the fast path beside construct alone.
+"""Codec throughput on the controller's biggest messages: the fast path beside a struct floor and construct.
 
-A 100,000-partition UpdateMetadata (RF 3, 3-entry ISR, 200 live brokers) in the per-broker-epoch v5
-and the seed's max-epoch v7, and a 10,000-partition LeaderAndIsr v2. Each figure is the best of
-``--runs`` runs; both paths run in the same process on the same bodies, so their ratio is fair.
-Results go to bench/results/codec.json (and stdout); nothing here is asserted.
+A 100,000-partition UpdateMetadata (RF 3, 3-entry ISR, 200 live brokers; ``--partitions`` sets the
+count) in the per-broker-epoch v5 and the seed's max-epoch v7, and a 10,000-partition LeaderAndIsr v2.
+The floor is a hand-written ``struct`` loop for exactly each layout (bench/codec_floor.py), checked
+once to write the fast path's bytes and read back its dicts; ``encode_over_floor`` and
+``decode_over_floor`` are the fast path's time over the floor's (1.0 means no cost beyond the wire
+work), reported beside the absolute seconds and MB/s. Each figure is the best of ``--runs`` runs
+(construct: ``--construct-runs``, 0 to skip it and its check, its fields then null); all paths run in
+the same process on the same bodies, so their ratios are fair. Results go to
+bench/results/codec.json (and stdout); nothing here is asserted.
 
-    .venv/bin/python -m bench.codec [--runs 5] [--construct-runs 2] [--out bench/results/codec.json]
+    .venv/bin/python -m bench.codec [--runs 5] [--construct-runs 2] [--partitions 100000]
+        [--out bench/results/codec.json]
 """
 
 from __future__ import annotations
@@ -17,11 +23,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.codec_floor import FLOORS, Floor
 from bench.machine import machine, write_report
 from protocol import ApiKey, epoch_field
+from protocol.message_codec import MessageCodec
 from protocol.registry import message_codec
 
 REPLICATION_FACTOR = 3
+
+Case = tuple[str, int, int, Callable[[], dict[str, Any]]]
+"""A benchmarked message: its name, API key, version (default dialect) and a builder of its body."""
 
 
 def _replicas(index: int, brokers: int) -> list[int]:
@@ -94,80 +105,143 @@ def best_seconds(fn: Callable[[], Any], runs: int) -> float:
     return best
 
 
+def check_agreement(
+    name: str, codec: MessageCodec, floor: Floor, body: dict[str, Any], construct: bool
+) -> bytes:
+    """The fast path's bytes, once the floor (and construct, unless skipped) agree with them both ways:
+    a ratio to a floor that writes other bytes, or reads other dicts, would measure nothing."""
+    raw = codec.encode(body)
+    if codec.decode(raw) != body:
+        raise SystemExit(f"{name}: the fast path does not read back its own bytes; not benchmarking it")
+    if construct and (codec.reference_encode(body) != raw or codec.reference_decode(raw) != body):
+        raise SystemExit(f"{name}: fast path and construct disagree; not benchmarking a wrong codec")
+    if floor.encode(body) != raw:
+        raise SystemExit(f"{name}: the struct floor writes other bytes than the fast path; fix the floor")
+    if floor.decode(raw) != body:
+        raise SystemExit(f"{name}: the struct floor reads other dicts than the fast path; fix the floor")
+    return raw
+
+
+def _ratio(numerator: float | None, denominator: float | None, digits: int) -> float | None:
+    return None if numerator is None or denominator is None else round(numerator / denominator, digits)
+
+
 def measure(
     name: str, api_key: int, version: int, body: dict[str, Any], runs: int, construct_runs: int
 ) -> dict:
+    """One message's figures; construct's are null when ``construct_runs`` is 0 (it is then skipped,
+    its agreement check included)."""
     codec = message_codec(api_key, version, "request")
-    raw = codec.encode(body)
-    if codec.reference_encode(body) != raw or codec.decode(raw) != body:
-        raise SystemExit(f"{name}: fast path and construct disagree; not benchmarking a wrong codec")
+    floor = FLOORS[api_key, version]
+    raw = check_agreement(name, codec, floor, body, construct_runs > 0)
     size = len(raw)
-    timings = {
+    timings: dict[str, float | None] = {
         "fast_encode_s": best_seconds(lambda: codec.encode(body), runs),
         "fast_decode_s": best_seconds(lambda: codec.decode(raw), runs),
-        "construct_encode_s": best_seconds(lambda: codec.reference_encode(body), construct_runs),
-        "construct_decode_s": best_seconds(lambda: codec.reference_decode(raw), construct_runs),
+        "struct_encode_s": best_seconds(lambda: floor.encode(body), runs),
+        "struct_decode_s": best_seconds(lambda: floor.decode(raw), runs),
+        "construct_encode_s": None,
+        "construct_decode_s": None,
     }
-    result: dict[str, Any] = {"message": name, "bytes": size, **{k: round(v, 4) for k, v in timings.items()}}
+    if construct_runs > 0:
+        timings["construct_encode_s"] = best_seconds(lambda: codec.reference_encode(body), construct_runs)
+        timings["construct_decode_s"] = best_seconds(lambda: codec.reference_decode(raw), construct_runs)
+    result: dict[str, Any] = {"message": name, "bytes": size}
     for key, seconds in timings.items():
-        result[key.replace("_s", "_mb_per_s")] = round(size / seconds / 1e6, 2)
-    result["encode_speedup"] = round(timings["construct_encode_s"] / timings["fast_encode_s"], 1)
-    result["decode_speedup"] = round(timings["construct_decode_s"] / timings["fast_decode_s"], 1)
+        result[key] = None if seconds is None else round(seconds, 6)
+    for key, seconds in timings.items():
+        result[key.replace("_s", "_mb_per_s")] = _ratio(size / 1e6, seconds, 2)
+    result["encode_over_floor"] = _ratio(timings["fast_encode_s"], timings["struct_encode_s"], 2)
+    result["decode_over_floor"] = _ratio(timings["fast_decode_s"], timings["struct_decode_s"], 2)
+    result["encode_speedup"] = _ratio(timings["construct_encode_s"], timings["fast_encode_s"], 1)
+    result["decode_speedup"] = _ratio(timings["construct_decode_s"], timings["fast_decode_s"], 1)
     return result
 
 
-def main() -> None:
+COLUMNS = (
+    ("MB", "bytes", 1e-6),
+    ("enc MB/s", "fast_encode_mb_per_s", 1),
+    ("floor enc MB/s", "struct_encode_mb_per_s", 1),
+    ("enc/floor", "encode_over_floor", 1),
+    ("dec MB/s", "fast_decode_mb_per_s", 1),
+    ("floor dec MB/s", "struct_decode_mb_per_s", 1),
+    ("dec/floor", "decode_over_floor", 1),
+    ("construct enc", "construct_encode_mb_per_s", 1),
+    ("construct dec", "construct_decode_mb_per_s", 1),
+)
+"""The stdout table: heading, result field, scale (MB/s and ratios as reported, sizes in MB)."""
+
+
+def table_row(label: str, result: dict[str, Any] | None = None) -> str:
+    """The heading row without ``result``; a dash stands for a figure not measured."""
+    cells = []
+    for heading, key, scale in COLUMNS:
+        value = None if result is None else result[key]
+        cells.append(heading if result is None else "-" if value is None else f"{value * scale:.2f}")
+    return f"{label:<46}" + "".join(f"{cell:>15}" for cell in cells)
+
+
+def cases(partitions: int, leader_and_isr_partitions: int, brokers: int) -> list[Case]:
+    """Each message with a builder for its body, so only one body is alive at a time (a million
+    partitions take gigabytes as dicts)."""
+    return [
+        (
+            f"UpdateMetadata v5, {partitions} partitions",
+            ApiKey.UPDATE_METADATA,
+            5,
+            lambda: update_metadata_body(5, partitions, brokers),
+        ),
+        (
+            f"UpdateMetadata v7 (seed), {partitions} partitions",
+            ApiKey.UPDATE_METADATA,
+            7,
+            lambda: update_metadata_body(7, partitions, brokers),
+        ),
+        (
+            f"LeaderAndIsr v2, {leader_and_isr_partitions} partitions",
+            ApiKey.LEADER_AND_ISR,
+            2,
+            lambda: leader_and_isr_body(leader_and_isr_partitions, brokers),
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--runs", type=int, default=5, help="runs of the fast path; the best counts")
-    parser.add_argument("--construct-runs", type=int, default=2, help="runs of construct alone (slow)")
-    parser.add_argument("--partitions", type=int, default=100_000)
+    parser.add_argument(
+        "--runs", type=int, default=5, help="runs of the fast path and the floor; the best counts"
+    )
+    parser.add_argument(
+        "--construct-runs", type=int, default=2, help="runs of construct alone (slow); 0 skips construct"
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=100_000, help="partitions of the UpdateMetadata cases"
+    )
+    parser.add_argument("--leader-and-isr-partitions", type=int, default=10_000)
     parser.add_argument("--brokers", type=int, default=200)
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).resolve().parent / "results" / "codec.json"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.runs < 1 or args.construct_runs < 0:
+        parser.error("--runs must be at least 1 and --construct-runs at least 0")
 
-    cases = [
-        (
-            f"UpdateMetadata v5, {args.partitions} partitions",
-            ApiKey.UPDATE_METADATA,
-            5,
-            update_metadata_body(5, args.partitions, args.brokers),
-        ),
-        (
-            f"UpdateMetadata v7 (seed), {args.partitions} partitions",
-            ApiKey.UPDATE_METADATA,
-            7,
-            update_metadata_body(7, args.partitions, args.brokers),
-        ),
-        (
-            "LeaderAndIsr v2, 10000 partitions",
-            ApiKey.LEADER_AND_ISR,
-            2,
-            leader_and_isr_body(10_000, args.brokers),
-        ),
-    ]
     results = []
-    columns = ("MB", "enc MB/s", "dec MB/s", "construct enc", "construct dec")
-    print(f"{'message':<44}" + "".join(f"{c:>15}" for c in columns))
-    for name, key, version, body in cases:
-        r = measure(name, key, version, body, args.runs, args.construct_runs)
+    print(table_row("message"))
+    for name, key, version, build in cases(args.partitions, args.leader_and_isr_partitions, args.brokers):
+        r = measure(name, key, version, build(), args.runs, args.construct_runs)
         results.append(r)
-        figures = (
-            r["bytes"] / 1e6,
-            r["fast_encode_mb_per_s"],
-            r["fast_decode_mb_per_s"],
-            r["construct_encode_mb_per_s"],
-            r["construct_decode_mb_per_s"],
-        )
-        print(f"{name:<44}" + "".join(f"{f:>15.2f}" for f in figures))
+        print(table_row(name, r))
     report = {
         "benchmark": "codec",
         "machine": machine(),
         "runs": args.runs,
         "construct_runs": args.construct_runs,
+        "partitions": args.partitions,
+        "leader_and_isr_partitions": args.leader_and_isr_partitions,
+        "brokers": args.brokers,
         "target_mb_per_s": 25,
         "results": results,
     }
