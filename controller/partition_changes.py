@@ -87,7 +87,7 @@ def election(
         return Refused(tp, f"state written by a newer controller epoch {info.controller_epoch}")
     current = info.leader_and_isr
     replicas = context.replicas(tp)
-    live = context.live_broker_ids
+    live = context.online_broker_ids()
     outcome: leader_election.Election | None
     if strategy is ElectionStrategy.OFFLINE:
         outcome = leader_election.offline_partition(replicas, current, live, allow_unclean=allow_unclean)
@@ -97,7 +97,7 @@ def election(
         outcome = leader_election.preferred_replica(replicas, current, live)
     else:
         outcome = leader_election.controlled_shutdown(
-            replicas, current, context.live_or_shutting_down_ids, context.shutting_down
+            replicas, current, context.brokers.keys(), context.shutting_down
         )
     if outcome is None:
         return Refused(
@@ -128,9 +128,8 @@ def remove_from_isr(
     leader = NO_LEADER if current.leader == broker_id else current.leader
     isr = current.isr if current.isr == (broker_id,) else tuple(r for r in current.isr if r != broker_id)
     new = current.new_leader_and_isr(leader, isr, current.leader_recovery_state)
-    recipients = tuple(
-        r for r in context.replicas(tp) if r != broker_id and r in context.live_or_shutting_down_ids
-    )
+    registered = context.brokers  # live or shutting down
+    recipients = tuple(r for r in context.replicas(tp) if r != broker_id and r in registered)
     return LeadershipChange(tp, new, recipients, f"replica {broker_id} offline")
 
 

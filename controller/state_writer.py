@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from kazoo.exceptions import BadVersionError, NodeExistsError
 
@@ -130,6 +130,7 @@ class StateWriter:
         others."""
         self.context.leadership.update(await self.store.leadership([c.tp for c in stale]))
         others = []
+        recorded = []
         for change in stale:
             if plans.already_written(self.context, change):
                 log.info("%s-%d: our write was applied before its reply was lost", *change.tp)
@@ -137,9 +138,10 @@ class StateWriter:
                     self.context, change, self.context.leadership[change.tp].leader_and_isr.partition_epoch
                 )
                 written.done.append(change)
-                self._record(change)
+                recorded.append(self._record(change))
             else:
                 others.append(change.tp)
+        self.events.emit_many("leader_and_isr_change", recorded)
         return others
 
     @staticmethod
@@ -162,6 +164,7 @@ class StateWriter:
         ctx = self.context
         results = await self.store.commit([c.op(ctx.epoch) for c in changes])
         stale = []
+        recorded = []
         for change, result in zip(changes, results, strict=True):
             if isinstance(result, BadVersionError) or (change.create and isinstance(result, NodeExistsError)):
                 stale.append(change)
@@ -170,23 +173,13 @@ class StateWriter:
             else:
                 plans.committed(ctx, change, 0 if change.create else result.version)
                 written.done.append(change)
-                self._record(change)
+                recorded.append(self._record(change))
+        self.events.emit_many("leader_and_isr_change", recorded)
         return stale
 
-    def _record(self, change: LeadershipChange) -> None:
+    def _record(self, change: LeadershipChange) -> dict[str, Any]:
+        """The ``leader_and_isr_change`` line of a written change (emitted in bulk by the caller)."""
         state = self.context.leadership[change.tp].leader_and_isr
-        self.events.emit(
-            "leader_and_isr_change",
-            topic=change.tp.topic,
-            partition=change.tp.partition,
-            leader=state.leader,
-            leader_epoch=state.leader_epoch,
-            isr=state.isr,
-            partition_epoch=state.partition_epoch,
-            controller_epoch=self.context.epoch,
-            reason=change.reason,
-            unclean=change.unclean,
-        )
         if change.unclean:
             log.warning(
                 "unclean election for %s-%d: leader %d may have lost committed data",
@@ -195,6 +188,17 @@ class StateWriter:
                 state.leader,
             )
             self.stats.unclean_elections += 1
+        return {
+            "topic": change.tp.topic,
+            "partition": change.tp.partition,
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": state.isr,
+            "partition_epoch": state.partition_epoch,
+            "controller_epoch": self.context.epoch,
+            "reason": change.reason,
+            "unclean": change.unclean,
+        }
 
     def _report(self, refused: Sequence[Refused], action: str) -> None:
         for r in refused:

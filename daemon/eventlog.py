@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,6 +37,10 @@ def _default(value: Any) -> Any:
     return name if isinstance(name, str) else str(value)
 
 
+_ENCODER = json.JSONEncoder(default=_default, separators=(",", ":"))
+"""Shared: ``json.dumps`` with options builds an encoder per call."""
+
+
 class EventLog:
     """Appends events for one node (``controller-1``, ``broker-2``); without a path it only counts them.
 
@@ -56,7 +61,7 @@ class EventLog:
 
     def emit(self, kind: str, /, **fields: Any) -> dict[str, Any]:
         event = {"ts": format_ts(time.time()), "node": self.node, "kind": kind, **fields}
-        line = json.dumps(event, default=_default, separators=(",", ":"))
+        line = _ENCODER.encode(event)
         with self._lock:
             self.count += 1
             self.recent.append(event)
@@ -66,6 +71,25 @@ class EventLog:
                 self._file.write(line + "\n")
                 self._file.flush()
         return event
+
+    def emit_many(self, kind: str, rows: Iterable[dict[str, Any]]) -> int:
+        """``emit`` of many events of one kind, written to the file at once (a controlled shutdown
+        records a hundred thousand partition changes: one write, not one flush each); how many."""
+        head = {"ts": format_ts(time.time()), "node": self.node, "kind": kind}  # written at once: one time
+        events = [{**head, **fields} for fields in rows]
+        if not events:
+            return 0
+        encode = _ENCODER.encode
+        text = "".join([encode(e) + "\n" for e in events])
+        with self._lock:
+            self.count += len(events)
+            self.recent.extend(events[-self._keep :])
+            if len(self.recent) > self._keep:
+                del self.recent[: len(self.recent) - self._keep]
+            if self._file is not None:
+                self._file.write(text)
+                self._file.flush()
+        return len(events)
 
     def close(self) -> None:
         with self._lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -75,6 +75,13 @@ class _SimEventLog(EventLog):
             del self.recent[0]
         self._hook(kind, fields)
         return event
+
+    def emit_many(self, kind: str, rows: Iterable[dict[str, Any]]) -> int:
+        count = 0
+        for fields in rows:
+            self.emit(kind, **fields)
+            count += 1
+        return count
 
 
 class World:

@@ -167,6 +167,29 @@ async def test_large_batches_are_split_and_each_part_is_fenced(zk_connect: str) 
         await zk.close()
 
 
+async def test_data_writes_in_many_batches_go_in_flight_together_and_all_take(zk_connect: str) -> None:
+    """SetData-only batches are pipelined (a controlled shutdown's new leaders); each keeps its fence."""
+    zk, other = await session(zk_connect), await session(zk_connect)
+    try:
+        token = await try_elect(zk, 1, b"{}")
+        assert token is not None
+        for p in range(1000):
+            await zk.create(f"/pipelined/{p}", b"v0", makepath=True)
+        writer = FencedWriter(zk, token, max_batch_ops=100)
+        ops = [SetData(f"/pipelined/{p}", b"v1", 0) for p in range(1000)]
+        assert len(writer.batches(ops)) == 10
+        results = await writer.commit(ops)
+        assert [r.version for r in results] == [1] * 1000
+        # another controller takes over: every batch fails its fence, and none is applied
+        await other.set("/controller_epoch", b"99")
+        with pytest.raises(ControllerMoved):
+            await writer.commit([SetData(f"/pipelined/{p}", b"v2", 1) for p in range(1000)])
+        assert {(await zk.get(f"/pipelined/{p}"))[0] for p in range(0, 1000, 97)} == {b"v1"}
+    finally:
+        await zk.close()
+        await other.close()
+
+
 async def test_one_stale_compare_and_set_does_not_roll_back_the_rest(zk_connect: str) -> None:
     zk = await session(zk_connect)
     try:

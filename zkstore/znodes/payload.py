@@ -171,6 +171,11 @@ def decode(data: bytes | None, path: str, what: str, read: Callable[[Payload], _
     return value
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""One encoder for every payload: ``json.dumps`` with options builds a new one per call, which was a
+tenth of a controlled shutdown's time at 100,000 partitions."""
+
+
 def encode_json(obj: object) -> bytes:
     """Compact UTF-8 JSON, as Kafka's Jackson writer produces it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _ENCODER.encode(obj).encode("utf-8")
