@@ -104,6 +104,7 @@ bench: install kafka
 	$(PY) -m bench.kafka_anchor
 	$(PY) -m bench.control_latency
 	$(PY) -m bench.kafka_control_latency
+	$(PY) -m bench.broker_apply
 	$(PY) -m bench.epoch_confirmation
 	$(PY) -m bench.tls
 	$(PY) -m bench.produce

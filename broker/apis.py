@@ -19,9 +19,11 @@ restart at a time.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +108,30 @@ class BrokerIdentity:
     epoch: int = UNKNOWN_BROKER_EPOCH
 
 
+LARGE_CONTROL_BYTES = 1 << 20
+"""A control request this big (a full UpdateMetadata of some 20,000 partitions and up) is decoded and
+applied with the cyclic collector held off, and what it leaves alive is frozen afterwards."""
+
+
+@contextlib.contextmanager
+def _collector_held() -> Iterator[None]:
+    """Hold the cyclic collector off while a big control request is decoded and applied, then freeze
+    what survived (the new metadata and partition state, which live until the next such request).
+
+    Decoding a million-partition UpdateMetadata builds millions of objects, none in a cycle; each
+    collection meanwhile scanned them all again with the GIL held (0.5 to 0.8 s each, the data plane's
+    worst stalls). Frozen objects are still freed by their reference counts when replaced.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
 class KafkaApis:
     def __init__(
         self,
@@ -157,13 +183,20 @@ class KafkaApis:
         handler = self._handlers.get(header.api_key)
         if handler is None:
             return Close(f"API key {header.api_key} is not served by this broker")
+        control = header.api_key in CONTROL_APIS
+        if control and len(request.frame) - request.body_offset >= LARGE_CONTROL_BYTES:
+            with _collector_held():
+                return self._handle(request, handler, control)
+        return self._handle(request, handler, control)
+
+    def _handle(self, request: Request, handler: Handler, control: bool) -> Outcome:
+        header = request.header
         try:
             body = message_codec(header.api_key, header.api_version, "request", self.dialect).decode(
                 request.frame, request.body_offset
             )
         except ProtocolError as exc:
             return Close(f"malformed {ApiKey(header.api_key).name} v{header.api_version} request: {exc}")
-        control = header.api_key in CONTROL_APIS
         started = time.monotonic()
         if control:
             request.own_epoch = self.identity.epoch

@@ -16,6 +16,7 @@ import ctypes
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 from network.frontend import READ_LIMIT
@@ -55,9 +56,16 @@ class ControlPriority:
     """
 
     MAX_PAUSE_S = 0.02
+    PRIORITY_BUDGET_S = 0.1
+    """How long one busy period of the control plane may hold the data plane back. Ordinary control
+    requests take a few milliseconds and keep their priority whole; a huge one (a million-partition
+    UpdateMetadata decodes and applies for seconds) then shares the interpreter instead of stopping
+    client traffic for its whole length."""
 
     def __init__(self) -> None:
         self._in_flight = 0
+        self._busy_since = 0.0
+        """When the control plane last went from idle to busy (monotonic; written on the loop)."""
         """Connections with a request between its first byte and its answer; written only on the
         event loop, read by data-plane threads."""
         self._done = threading.Event()
@@ -68,6 +76,8 @@ class ControlPriority:
 
     def begin(self) -> None:
         """On the event loop, when the first bytes of a control request arrive."""
+        if self._in_flight == 0:
+            self._busy_since = time.monotonic()
         self._in_flight += 1
 
     def end(self) -> None:
@@ -94,12 +104,15 @@ class ControlPriority:
 
     def checkpoint(self) -> None:
         """Called by data-plane code: while control work is pending, block until the control plane
-        has answered (or MAX_PAUSE_S has passed).
+        has answered (or MAX_PAUSE_S has passed), for the first PRIORITY_BUDGET_S of a busy period.
 
         A blocked thread does not compete for the GIL, so the event loop and the control handler
         get it at the next switch. Nothing here takes a lock the control path needs.
         """
-        if self.pending():
+        if self._in_flight:
+            if time.monotonic() - self._busy_since < self.PRIORITY_BUDGET_S:
+                self._done.wait(self.MAX_PAUSE_S)
+        elif self._watched > 0 and self._ready():
             self._done.wait(self.MAX_PAUSE_S)
 
     def close(self) -> None:

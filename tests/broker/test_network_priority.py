@@ -152,3 +152,35 @@ async def test_a_control_request_is_pending_from_its_first_byte_to_its_answer(se
         client.close()
         await wait_until(lambda: not priority.pending(), "a closed connection leaves nothing pending")
     priority.close()
+
+
+def test_a_long_busy_period_stops_holding_the_data_plane_back() -> None:
+    """Within PRIORITY_BUDGET_S of a busy period's start the data plane waits; after it, a huge control
+    request (a million-partition UpdateMetadata) shares the interpreter instead."""
+    priority = ControlPriority()
+    waits: list[float] = []
+
+    class Recording:
+        def wait(self, timeout: float) -> bool:
+            waits.append(timeout)
+            return False
+
+        def set(self) -> None:
+            pass
+
+    recording = Recording()
+    priority._done = recording  # type: ignore[assignment]
+    try:
+        priority.begin()
+        priority.checkpoint()
+        assert waits == [ControlPriority.MAX_PAUSE_S], "a fresh control request holds the data plane"
+        priority._busy_since -= ControlPriority.PRIORITY_BUDGET_S  # the budget is spent
+        priority.checkpoint()
+        assert waits == [ControlPriority.MAX_PAUSE_S], "past the budget the data plane goes on"
+        priority.end()
+        priority._done = recording  # type: ignore[assignment]
+        priority.begin()  # a new busy period: priority again
+        priority.checkpoint()
+        assert len(waits) == 2
+    finally:
+        priority.close()
