@@ -109,11 +109,11 @@ class ControlPriority:
         A blocked thread does not compete for the GIL, so the event loop and the control handler
         get it at the next switch. Nothing here takes a lock the control path needs.
         """
-        if self._in_flight:
-            if time.monotonic() - self._busy_since < self.PRIORITY_BUDGET_S:
-                self._done.wait(self.MAX_PAUSE_S)
-        elif self._watched > 0 and self._ready():
-            self._done.wait(self.MAX_PAUSE_S)
+        if not self.pending():
+            return
+        if self._in_flight and time.monotonic() - self._busy_since >= self.PRIORITY_BUDGET_S:
+            return
+        self._done.wait(self.MAX_PAUSE_S)
 
     def close(self) -> None:
         if self._poller is not None:

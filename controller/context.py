@@ -69,10 +69,6 @@ class ControllerContext:
     def is_replica_online(self, broker_id: int) -> bool:
         return broker_id in self.brokers and broker_id not in self.shutting_down
 
-    def online_broker_ids(self) -> set[int]:
-        """The brokers on which a replica is online: live and not shutting down."""
-        return self.brokers.keys() - self.shutting_down
-
     # -- partitions
 
     def replicas(self, tp: TopicPartition) -> tuple[int, ...]:

@@ -87,7 +87,7 @@ def election(
         return Refused(tp, f"state written by a newer controller epoch {info.controller_epoch}")
     current = info.leader_and_isr
     replicas = context.replicas(tp)
-    live = context.online_broker_ids()
+    live = context.live_broker_ids
     outcome: leader_election.Election | None
     if strategy is ElectionStrategy.OFFLINE:
         outcome = leader_election.offline_partition(replicas, current, live, allow_unclean=allow_unclean)

@@ -343,7 +343,7 @@ class RequestBatch:
                 by_topic[tp.topic] = [tp]
             else:
                 partitions.append(tp)
-        online = context.online_broker_ids()
+        online = context.live_broker_ids
         offline: dict[tuple[int, ...], tuple[int, ...]] = {}
         leadership = context.leadership
         with_ids = self._kafka_since(ApiKey.UPDATE_METADATA, FIRST_TOPIC_ID[ApiKey.UPDATE_METADATA])

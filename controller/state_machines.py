@@ -134,7 +134,7 @@ def initialize(ctx: ControllerContext) -> tuple[dict[TopicPartition, list[int]],
     the replicas that are not online. Written for a million partitions: one pass over the assignments,
     liveness looked up in a set, no per-replica transition to check.
     """
-    online = ctx.online_broker_ids()
+    online = ctx.live_broker_ids
     replica_states = ctx.replica_states
     partition_states = ctx.partition_states
     leadership = ctx.leadership

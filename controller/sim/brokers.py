@@ -87,7 +87,7 @@ class SimBroker:
     accepted: list[Accepted] = field(default_factory=list)
     client: SimKazooClient | None = None
     zk: AsyncZooKeeper | None = None
-    spawn: Callable[[str, Coroutine[Any, Any, None]], object] | None = None
+    spawn: Callable[[str, Coroutine[Any, Any, object]], object] | None = None
     """How the broker starts a task the simulator keeps track of."""
 
     @property
@@ -130,10 +130,7 @@ class SimBroker:
     def _on_session(self, zk: AsyncZooKeeper, event: ConnectionEvent) -> None:
         """A real broker registers again, with a new epoch, once its session has expired."""
         if event is ConnectionEvent.EXPIRED and self.alive and zk is self.zk and self.spawn is not None:
-            self.spawn(f"broker {self.broker_id} registers again", self._register_again(zk))
-
-    async def _register_again(self, zk: AsyncZooKeeper) -> None:
-        await self._register(zk)
+            self.spawn(f"broker {self.broker_id} registers again", self._register(zk))
 
     def crash(self) -> None:
         """The process dies: its session lives on in the ensemble until it expires."""

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -197,4 +196,3 @@ def _tear_down(loop: SimLoop) -> None:
     with contextlib.suppress(Exception):
         loop.run_until_idle()
     loop.close()
-    _ = time  # the patched module, named for readers of _deterministic

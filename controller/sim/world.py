@@ -249,7 +249,7 @@ class World:
 
         return run
 
-    def _shutdown(self, broker: SimBroker) -> Callable[[], None]:
+    def _shutdown(self, broker: SimBroker) -> Callable[[], object]:
         """ControlledShutdown to the controller the broker knows; on success the broker stops."""
 
         async def shut_down() -> None:
@@ -263,10 +263,7 @@ class World:
                 broker.stop()
                 self.network.broker_down(broker)
 
-        return lambda: self._rpc(f"shutdown {broker.broker_id}", shut_down())
-
-    def _rpc(self, label: str, coro: Any) -> None:
-        self.spawn(label, coro)
+        return lambda: self.spawn(f"shutdown {broker.broker_id}", shut_down())
 
     def _isr_proposals(self, broker: SimBroker, weight: float) -> list[Action]:
         """The AlterPartitions the broker may send as a leader: drop a follower, or take a replica back
@@ -316,7 +313,7 @@ class World:
         codec = message_codec(ApiKey.ALTER_PARTITION, version, "request", self.wire.dialect)
         request = codec.decode(codec.encode(body))
         controller = self.controllers[broker.controller_id]
-        self._rpc(f"alter {tp} by {broker.broker_id}", controller.handle_alter_partition(request, version))
+        self.spawn(f"alter {tp} by {broker.broker_id}", controller.handle_alter_partition(request, version))
 
     def _admin_actions(self, fault: float) -> list[Action]:
         found: list[Action] = []
@@ -331,8 +328,8 @@ class World:
             found.append(Action(f"admin.delete {topic}", fault / 2 / len(live), self._deleter(topic)))
         return found
 
-    def _deleter(self, topic: str) -> Callable[[], None]:
-        return lambda: self._rpc(f"delete {topic}", _quietly(delete_topic(self.admin, topic)))
+    def _deleter(self, topic: str) -> Callable[[], object]:
+        return lambda: self.spawn(f"delete {topic}", _quietly(delete_topic(self.admin, topic)))
 
     # -- the state a run ends in
 

@@ -406,7 +406,16 @@ def test_leader_isr_state_round_trip(
     state = LeaderIsrState(leader, leader_epoch, controller_epoch, isr, recovery)
     assert znodes.decode_leader_isr_state(state.encode(), STATE_PATH) == state
     # the direct template writes exactly the JSON encoder's bytes (Kafka's Jackson layout)
-    assert state.encode() == encode_json(state.payload())
+    written: dict[str, object] = {
+        "version": 1,
+        "leader": leader,
+        "leader_epoch": leader_epoch,
+        "controller_epoch": controller_epoch,
+        "isr": list(isr),
+    }
+    if recovery != LeaderRecoveryState.RECOVERED:
+        written["leader_recovery_state"] = int(recovery)
+    assert state.encode() == encode_json(written)
 
 
 # --- admin payloads ---------------------------------------------------------------------------------

@@ -173,19 +173,6 @@ class LeaderIsrState:
             text += f',"leader_recovery_state":{int(self.leader_recovery_state)}'
         return (text + "}").encode()
 
-    def payload(self) -> dict[str, object]:
-        """The state as Kafka's JSON object (what ``encode`` writes)."""
-        payload: dict[str, object] = {
-            "version": 1,
-            "leader": self.leader,
-            "leader_epoch": self.leader_epoch,
-            "controller_epoch": self.controller_epoch,
-            "isr": list(self.isr),
-        }
-        if self.leader_recovery_state != LeaderRecoveryState.RECOVERED:
-            payload["leader_recovery_state"] = int(self.leader_recovery_state)
-        return payload
-
 
 def _read_leader_isr_state(p: Payload) -> LeaderIsrState:
     p.version(range(1, 2))
