@@ -72,7 +72,8 @@ class ControllerContext:
     # -- partitions
 
     def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
-        return self.assignments.get(tp.topic, {}).get(tp.partition, ())
+        partitions = self.assignments.get(tp.topic)
+        return () if partitions is None else partitions.get(tp.partition, ())
 
     def all_partitions(self) -> Iterator[TopicPartition]:
         for topic, partitions in self.assignments.items():
@@ -84,7 +85,7 @@ class ControllerContext:
 
     def partitions_on_brokers(self, broker_ids: Iterable[int]) -> list[TopicPartition]:
         wanted = set(broker_ids)
-        return [tp for tp in self.all_partitions() if wanted.intersection(self.replicas(tp))]
+        return [tp for tp in self.all_partitions() if not wanted.isdisjoint(self.replicas(tp))]
 
     def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp, info in self.leadership.items() if info.leader_and_isr.leader == broker_id]

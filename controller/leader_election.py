@@ -8,14 +8,16 @@ when no replica is eligible. Every election bumps the leader epoch.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from controller.model import LeaderAndIsr, LeaderRecoveryState
 
 
-@dataclass(frozen=True, slots=True)
-class Election:
-    """The outcome of one election: new leadership, LeaderAndIsr recipients, and whether it was unclean."""
+class Election(NamedTuple):
+    """The outcome of one election: new leadership, LeaderAndIsr recipients, and whether it was unclean.
+
+    A named tuple, not a frozen dataclass: as immutable, and a third of the cost to build (a
+    controlled shutdown makes one per partition the broker leads)."""
 
     leader_and_isr: LeaderAndIsr
     recipients: tuple[int, ...]
@@ -77,12 +79,12 @@ def controlled_shutdown(
 
     Shutting-down brokers still receive the LeaderAndIsr, so they stop leading.
     """
-    leader = next(
-        (r for r in assignment if r in live_or_shutting_down and r in current.isr and r not in shutting_down),
-        None,
-    )
-    if leader is None:
+    isr = current.isr
+    for leader in assignment:  # loops, not generators: one of these per partition the broker leads
+        if leader in live_or_shutting_down and leader in isr and leader not in shutting_down:
+            break
+    else:
         return None
-    isr = tuple(r for r in current.isr if r not in shutting_down)
-    recipients = tuple(r for r in assignment if r in live_or_shutting_down)
-    return Election(current.new_leader_and_isr(leader, isr), recipients)
+    recipients = tuple([r for r in assignment if r in live_or_shutting_down])
+    remaining = tuple([r for r in isr if r not in shutting_down])
+    return Election(current.new_leader_and_isr(leader, remaining), recipients)

@@ -8,13 +8,15 @@ multi-ops, then record the committed ones with :func:`committed`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from controller import leader_election
 from controller.context import ControllerContext
 from controller.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from zkstore.ops import Create, Op, SetData
-from zkstore.znodes import LeaderIsrState, partition_state_path
+from zkstore.znodes import LeaderIsrState, partition_state_paths
 
 
 class ElectionStrategy(enum.Enum):
@@ -24,12 +26,13 @@ class ElectionStrategy(enum.Enum):
     CONTROLLED_SHUTDOWN = "controlled_shutdown"
 
 
-@dataclass(frozen=True, slots=True)
-class LeadershipChange:
+class LeadershipChange(NamedTuple):
     """A planned write of ``new`` to ``tp``'s state znode.
 
     ``new.partition_epoch`` is the znode version the write expects (compare-and-set); ``create``
     writes a state znode that does not exist yet. ``recipients`` get the LeaderAndIsr afterwards.
+    A named tuple, not a frozen dataclass: as immutable, and a third of the cost to build (a
+    controlled shutdown plans one per partition the broker leads).
     """
 
     tp: TopicPartition
@@ -40,14 +43,26 @@ class LeadershipChange:
     unclean: bool = False
 
     def op(self, controller_epoch: int) -> Op:
-        state = self.new
-        data = LeaderIsrState(
-            state.leader, state.leader_epoch, controller_epoch, state.isr, state.leader_recovery_state
-        ).encode()
-        path = partition_state_path(self.tp.topic, self.tp.partition)
-        if self.create:
-            return Create(path, data)
-        return SetData(path, data, state.partition_epoch)
+        return state_ops([self], controller_epoch)[0]
+
+
+def state_ops(changes: Sequence[LeadershipChange], controller_epoch: int) -> list[Op]:
+    """The state znode writes of ``changes``, in order. Built for a controlled shutdown's hundred
+    thousand: each topic name is checked once, and each distinct state encoded once (most elections
+    of one event end in one of a few states)."""
+    paths = partition_state_paths([change.tp for change in changes])
+    encoded: dict[tuple[int, int, tuple[int, ...], int], bytes] = {}
+    ops: list[Op] = []
+    for change, path in zip(changes, paths, strict=True):
+        state = change.new
+        key = (state.leader, state.leader_epoch, state.isr, state.leader_recovery_state)
+        data = encoded.get(key)
+        if data is None:
+            data = encoded[key] = LeaderIsrState(
+                state.leader, state.leader_epoch, controller_epoch, state.isr, state.leader_recovery_state
+            ).encode()
+        ops.append(Create(path, data) if change.create else SetData(path, data, state.partition_epoch))
+    return ops
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,26 +102,29 @@ def election(
         return Refused(tp, f"state written by a newer controller epoch {info.controller_epoch}")
     current = info.leader_and_isr
     replicas = context.replicas(tp)
-    live = context.live_broker_ids
     outcome: leader_election.Election | None
-    if strategy is ElectionStrategy.OFFLINE:
-        outcome = leader_election.offline_partition(replicas, current, live, allow_unclean=allow_unclean)
-    elif strategy is ElectionStrategy.REASSIGN:
-        outcome = leader_election.reassign_partition(replicas, current, live)
-    elif strategy is ElectionStrategy.PREFERRED:
-        outcome = leader_election.preferred_replica(replicas, current, live)
-    else:
+    if strategy is ElectionStrategy.CONTROLLED_SHUTDOWN:  # needs no live set: one per led partition
         outcome = leader_election.controlled_shutdown(
             replicas, current, context.brokers.keys(), context.shutting_down
         )
+    elif strategy is ElectionStrategy.OFFLINE:
+        live = context.live_broker_ids
+        outcome = leader_election.offline_partition(replicas, current, live, allow_unclean=allow_unclean)
+    elif strategy is ElectionStrategy.REASSIGN:
+        outcome = leader_election.reassign_partition(replicas, current, context.live_broker_ids)
+    else:
+        outcome = leader_election.preferred_replica(replicas, current, context.live_broker_ids)
     if outcome is None:
         return Refused(
             tp,
             f"{strategy.value} election found no eligible leader (replicas {list(replicas)}, "
-            f"isr {list(current.isr)}, live {sorted(live)})",
+            f"isr {list(current.isr)}, live {sorted(context.live_broker_ids)})",
         )
-    reason = f"{strategy.value} election"
-    return LeadershipChange(tp, outcome.leader_and_isr, outcome.recipients, reason, unclean=outcome.unclean)
+    return LeadershipChange(tp, outcome[0], outcome[1], _ELECTION_REASONS[strategy], False, outcome[2])
+
+
+_ELECTION_REASONS = {strategy: f"{strategy.value} election" for strategy in ElectionStrategy}
+"""Each strategy's ``reason``, one string for all its changes."""
 
 
 def remove_from_isr(
@@ -156,6 +174,12 @@ def already_written(context: ControllerContext, change: LeadershipChange) -> boo
 
 def committed(context: ControllerContext, change: LeadershipChange, zk_version: int) -> None:
     """Record a change ZooKeeper accepted; ``zk_version`` is the state znode's new version."""
-    context.leadership[change.tp] = LeaderIsrAndControllerEpoch(
-        change.new.with_partition_epoch(zk_version), context.epoch
-    )
+    context.leadership[change.tp] = committed_state(context, change, zk_version)
+
+
+def committed_state(
+    context: ControllerContext, change: LeadershipChange, zk_version: int
+) -> LeaderIsrAndControllerEpoch:
+    """What ``committed`` records, without recording it: worked out as each multi-op is answered,
+    while later ones are at ZooKeeper, and recorded once all are."""
+    return LeaderIsrAndControllerEpoch(change.new.with_partition_epoch(zk_version), context.epoch)

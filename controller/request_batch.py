@@ -181,6 +181,15 @@ class RequestBatch:
         """Whether the wire sends Apache Kafka's layout of ``api_key`` at ``first`` or later."""
         return _kafka_since(self.wire, api_key, first)
 
+    @functools.cached_property
+    def _leader_and_isr_layout(self) -> tuple[bool, bool]:
+        """Whether LeaderAndIsr's partitions carry adding/removing replicas, and a recovery state:
+        asked once per batch, not once per partition."""
+        return (
+            self._kafka_since(ApiKey.LEADER_AND_ISR, FIRST_REASSIGNING_REPLICAS),
+            self._kafka_since(ApiKey.LEADER_AND_ISR, FIRST_RECOVERY_STATE),
+        )
+
     # -- collecting
 
     def add_leader_and_isr(
@@ -200,17 +209,21 @@ class RequestBatch:
             "partition_epoch": state.partition_epoch,
             "replicas": self.context.replicas(tp),
         }
-        if _kafka_since(self.wire, ApiKey.LEADER_AND_ISR, FIRST_REASSIGNING_REPLICAS):
+        reassigning, recovery = self._leader_and_isr_layout
+        if reassigning:
             moving = self.context.reassignments.get(tp)
             entry["adding_replicas"] = moving.adding if moving else ()
             entry["removing_replicas"] = moving.removing if moving else ()
         entry["is_new"] = is_new
-        if _kafka_since(self.wire, ApiKey.LEADER_AND_ISR, FIRST_RECOVERY_STATE):
+        if recovery:
             entry["leader_recovery_state"] = int(state.leader_recovery_state)
+        per_broker_entries = self.leader_and_isr
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
-            per_broker = self.leader_and_isr.setdefault(broker_id, {})
+            per_broker = per_broker_entries.get(broker_id)
+            if per_broker is None:
+                per_broker = per_broker_entries[broker_id] = {}
             previous = per_broker.get(tp)
             per_broker[tp] = {**entry, "is_new": True} if previous and previous["is_new"] else entry
         self.update_metadata_everyone = True  # cheaper than adding every broker id per partition
@@ -283,11 +296,19 @@ class RequestBatch:
         return requests
 
     def _build_leader_and_isr(self) -> list[OutgoingRequest]:
+        """One LeaderAndIsr per broker. On the seeds' wire a body depends only on the partitions it
+        carries, so brokers given the same partitions in the same order (every replica of a controlled
+        shutdown's partitions) share one encoding, as UpdateMetadata's recipients do."""
         out = []
         brokers = self.context.brokers
         topic_ids = self._kafka_since(ApiKey.LEADER_AND_ISR, FIRST_TOPIC_ID[ApiKey.LEADER_AND_ISR])
+        encoded: list[tuple[dict[TopicPartition, dict[str, Any]], OutgoingRequest]] = []
         for broker_id, partitions in sorted(self.leader_and_isr.items()):
             if broker_id not in brokers:
+                continue
+            same = next((r for p, r in encoded if _same_partitions(p, partitions)), None)
+            if same is not None:
+                out.append(replace(same, broker_id=broker_id))
                 continue
             by_topic: dict[str, list[dict[str, Any]]] = {}
             for tp, state in partitions.items():
@@ -311,6 +332,8 @@ class RequestBatch:
             body["live_leaders"] = live_leaders
             summary = {"partitions": len(partitions), **self._summary_epochs(body)}
             out.append(self._request(broker_id, ApiKey.LEADER_AND_ISR, body, summary))
+            if self.wire.max_broker_epoch:
+                encoded.append((partitions, out[-1]))
         return out
 
     def _live_brokers(self) -> list[dict[str, Any]]:
@@ -471,6 +494,14 @@ def _version(wire: ControlWire, api_key: ApiKey) -> int:
     if api_key == ApiKey.STOP_REPLICA:
         return wire.stop_replica
     raise KeyError(api_key)
+
+
+def _same_partitions(
+    a: dict[TopicPartition, dict[str, Any]], b: dict[TopicPartition, dict[str, Any]]
+) -> bool:
+    """Whether two brokers' LeaderAndIsr partitions are the same states in the same order (entries
+    shared between recipients compare by identity first, so this is cheap)."""
+    return len(a) == len(b) and a == b and list(a) == list(b)
 
 
 _partition_index = operator.itemgetter(1)

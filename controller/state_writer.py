@@ -8,14 +8,14 @@ records each committed change in the context and the event log, and counts uncle
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from kazoo.exceptions import BadVersionError, NodeExistsError
 
 from controller import partition_changes as plans
 from controller.context import ControllerContext
-from controller.model import TopicPartition
+from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from controller.partition_changes import LeadershipChange, Refused
 from controller.state_machines import (
     Effect,
@@ -30,7 +30,7 @@ from controller.store import ControllerStore
 from daemon.eventlog import EventLog
 from placement.errors import AdminError
 from zkstore.entity_configs import decode_entity_config, topic_config_path
-from zkstore.ops import Create
+from zkstore.ops import Create, Op
 
 log = logging.getLogger("state.change.logger")
 
@@ -38,6 +38,9 @@ T = TypeVar("T")
 
 MAX_WRITE_ATTEMPTS = 5
 """Compare-and-set rounds before a partition's change is given up (it keeps its state)."""
+
+PLAN_SLICE = 500
+"""Partitions planned at a time while earlier writes are at ZooKeeper: about one multi-op's worth."""
 
 
 class StateWriter:
@@ -111,8 +114,7 @@ class StateWriter:
         written = Written([], [])
         pending = list(effect.partitions)
         for _attempt in range(MAX_WRITE_ATTEMPTS):
-            changes = self._plan(effect, pending, written)
-            stale = await self._commit(changes, written) if changes else []
+            stale = await self._commit(effect, pending, written)
             if not stale:
                 return written
             pending = await self._reread(stale, written)
@@ -128,66 +130,98 @@ class StateWriter:
     async def _reread(self, stale: list[LeadershipChange], written: Written) -> list[TopicPartition]:
         """Read ``stale`` partitions' states back; record those that hold our own change, return the
         others."""
-        self.context.leadership.update(await self.store.leadership([c.tp for c in stale]))
+        ctx = self.context
+        ctx.leadership.update(await self.store.leadership([c.tp for c in stale]))
         others = []
         recorded = []
         for change in stale:
-            if plans.already_written(self.context, change):
+            if plans.already_written(ctx, change):
                 log.info("%s-%d: our write was applied before its reply was lost", *change.tp)
-                plans.committed(
-                    self.context, change, self.context.leadership[change.tp].leader_and_isr.partition_epoch
-                )
+                plans.committed(ctx, change, ctx.leadership[change.tp].leader_and_isr.partition_epoch)
                 written.done.append(change)
-                recorded.append(self._record(change))
+                state = ctx.leadership[change.tp].leader_and_isr
+                if change.unclean:
+                    self._note_unclean(change, state)
+                recorded.append(self._row(change, state))
             else:
                 others.append(change.tp)
         self.events.emit_many("leader_and_isr_change", recorded)
         return others
 
-    @staticmethod
-    def _plan(
-        effect: WriteLeadership, pending: list[TopicPartition], written: Written
-    ) -> list[LeadershipChange]:
-        """The changes to commit for ``pending``; refusals go straight to ``written``."""
-        changes = []
-        for tp in pending:
-            outcome = effect.plan(tp)
-            if isinstance(outcome, Refused):
-                written.refused.append(outcome)
-            elif outcome is not None:
-                changes.append(outcome)
-        return changes
+    def _planned(
+        self,
+        effect: WriteLeadership,
+        pending: list[TopicPartition],
+        written: Written,
+        changes: list[LeadershipChange],
+    ) -> Iterator[Op]:
+        """The writes of ``pending``'s changes, planned a slice at a time as the store asks for them,
+        so that planning overlaps the writes already sent. Planned changes go to ``changes``,
+        refusals straight to ``written``. The context is not changed until every write is answered,
+        so each plan reads what a plan made before the first write would read."""
+        epoch = self.context.epoch
+        for start in range(0, len(pending), PLAN_SLICE):
+            planned = []
+            for tp in pending[start : start + PLAN_SLICE]:
+                outcome = effect.plan(tp)
+                if isinstance(outcome, Refused):
+                    written.refused.append(outcome)
+                elif outcome is not None:
+                    planned.append(outcome)
+            changes += planned
+            yield from plans.state_ops(planned, epoch)
 
-    async def _commit(self, changes: list[LeadershipChange], written: Written) -> list[LeadershipChange]:
-        """Commit ``changes`` in fenced multi-ops; record the ones that took, return the stale ones
-        (a creation that found its znode is stale too: it may be our own, sent again)."""
+    async def _commit(
+        self, effect: WriteLeadership, pending: list[TopicPartition], written: Written
+    ) -> list[LeadershipChange]:
+        """Plan and commit ``pending`` in fenced multi-ops; record the changes that took, return the
+        stale ones (a creation that found its znode is stale too: it may be our own, sent again).
+
+        What each accepted write records (its new state and event line) is worked out as its
+        multi-op is answered, while later ones are at ZooKeeper; it is recorded once all are, so
+        nothing is recorded when a write fails the fencing check."""
         ctx = self.context
-        results = await self.store.commit([c.op(ctx.epoch) for c in changes])
+        changes: list[LeadershipChange] = []
+        accepted: dict[int, tuple[LeaderIsrAndControllerEpoch, dict[str, Any]]] = {}
+
+        def answered(offset: int, results: list[Any]) -> None:
+            for i, result in enumerate(results, offset):
+                if not isinstance(result, Exception):
+                    change = changes[i]
+                    info = plans.committed_state(ctx, change, 0 if change.create else result.version)
+                    accepted[i] = info, self._row(change, info.leader_and_isr)
+
+        ops = self._planned(effect, pending, written, changes)
+        results = await self.store.commit_stream(ops, answered)
         stale = []
         recorded = []
-        for change, result in zip(changes, results, strict=True):
+        for i, (change, result) in enumerate(zip(changes, results, strict=True)):
             if isinstance(result, BadVersionError) or (change.create and isinstance(result, NodeExistsError)):
                 stale.append(change)
             elif isinstance(result, Exception):
                 written.refused.append(Refused(change.tp, f"ZooKeeper write failed: {type(result).__name__}"))
             else:
-                plans.committed(ctx, change, 0 if change.create else result.version)
+                info, row = accepted[i]
+                ctx.leadership[change.tp] = info  # plans.committed, worked out in advance
                 written.done.append(change)
-                recorded.append(self._record(change))
+                if change.unclean:
+                    self._note_unclean(change, info.leader_and_isr)
+                recorded.append(row)
         self.events.emit_many("leader_and_isr_change", recorded)
         return stale
 
-    def _record(self, change: LeadershipChange) -> dict[str, Any]:
-        """The ``leader_and_isr_change`` line of a written change (emitted in bulk by the caller)."""
-        state = self.context.leadership[change.tp].leader_and_isr
-        if change.unclean:
-            log.warning(
-                "unclean election for %s-%d: leader %d may have lost committed data",
-                change.tp.topic,
-                change.tp.partition,
-                state.leader,
-            )
-            self.stats.unclean_elections += 1
+    def _note_unclean(self, change: LeadershipChange, state: LeaderAndIsr) -> None:
+        """Warn about and count a written change that came from an unclean election."""
+        log.warning(
+            "unclean election for %s-%d: leader %d may have lost committed data",
+            change.tp.topic,
+            change.tp.partition,
+            state.leader,
+        )
+        self.stats.unclean_elections += 1
+
+    def _row(self, change: LeadershipChange, state: LeaderAndIsr) -> dict[str, Any]:
+        """The ``leader_and_isr_change`` line of a change written as ``state`` (emitted in bulk)."""
         return {
             "topic": change.tp.topic,
             "partition": change.tp.partition,

@@ -21,7 +21,7 @@ from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
 from zkstore.batch_read import get_children_many, get_data_many
 from zkstore.election import resign, try_elect
-from zkstore.fencing import FencedWriter, FencingToken
+from zkstore.fencing import Answered, FencedWriter, FencingToken
 from zkstore.ops import Op
 
 log = logging.getLogger("controller.store")
@@ -49,6 +49,16 @@ class ControllerStore:
         if not ops:
             return []
         return await self.writer.commit(ops)
+
+    async def commit_stream(self, ops: Iterable[Op], answered: Answered | None = None) -> list[Any]:
+        """``commit`` of ops produced as the earlier ones are committed (``FencedWriter.commit_stream``):
+        the caller plans the next multi-op, and works on the answers as they come, while others are at
+        ZooKeeper."""
+        if self.writer is None:
+            if next(iter(ops), None) is None:
+                return []  # nothing to write, as ``commit`` of no ops
+            raise RuntimeError("not the active controller: no fencing token")
+        return await self.writer.commit_stream(ops, answered)
 
     async def ensure_paths(self, paths: Iterable[str]) -> None:
         """Create missing persistent znodes (not fenced: they are structure, not state)."""

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import time
 
-from controller import events, queries
+from controller import collector, events, queries
 from controller import state_machines as machines
+from controller.model import TopicPartition
 from controller.partition_changes import ElectionStrategy
 from controller.services import ControllerServices
 from controller.state_tables import PartitionState, ReplicaState
@@ -57,25 +58,22 @@ class ControlledShutdowns:
             controller_epoch=ctx.epoch,
         )
         partitions = queries.partitions_to_move_off(ctx, broker_id)
-        led = [tp for tp in partitions if ctx.leadership[tp].leader_and_isr.leader == broker_id]
-        followed = [tp for tp in partitions if ctx.leadership[tp].leader_and_isr.leader != broker_id]
-        batch = svc.new_batch()
-        await svc.apply(
-            machines.partitions_to(
-                ctx, batch, led, PartitionState.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN
+        led, followed = self._split_by_leader(partitions, broker_id)
+        with collector.held_off():  # a new leadership for each of up to every partition
+            batch = svc.new_batch()
+            await svc.apply(
+                machines.partitions_to(
+                    ctx, batch, led, PartitionState.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN
+                )
             )
-        )
-        svc.send(batch)
-        batch = svc.new_batch()
-        await svc.apply(
-            machines.replicas_to(ctx, batch, [(tp, broker_id) for tp in followed], ReplicaState.OFFLINE)
-        )
-        svc.send(batch)
-        remaining = sorted(
-            tp
-            for tp in queries.partitions_to_move_off(ctx, broker_id)
-            if ctx.leadership[tp].leader_and_isr.leader == broker_id
-        )
+            svc.send(batch)
+            batch = svc.new_batch()
+            await svc.apply(
+                machines.replicas_to(ctx, batch, [(tp, broker_id) for tp in followed], ReplicaState.OFFLINE)
+            )
+            svc.send(batch)
+        # The same partitions as before the writes: handling changes no assignment, topic or deletion.
+        remaining = sorted(self._split_by_leader(partitions, broker_id)[0])
         svc.event_log.emit(
             "controlled_shutdown_handled",
             broker=broker_id,
@@ -90,6 +88,17 @@ class ControlledShutdowns:
                 "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining],
             }
         )
+
+    def _split_by_leader(
+        self, partitions: list[TopicPartition], broker_id: int
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        """``partitions`` that ``broker_id`` leads, and the others, in one pass over their leadership."""
+        leadership = self.context.leadership
+        led: list[TopicPartition] = []
+        others: list[TopicPartition] = []
+        for tp in partitions:
+            (led if leadership[tp].leader_and_isr.leader == broker_id else others).append(tp)
+        return led, others
 
     def _reject(self, event: events.ControlledShutdown, error: ErrorCode, reason: str) -> None:
         broker_id = event.broker_id

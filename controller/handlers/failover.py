@@ -9,10 +9,9 @@ left unfinished: reassignments, deletions and a requested preferred election.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 
-from controller import events
+from controller import collector, events
 from controller import state_machines as machines
 from controller.handlers.isr_changes import IsrChanges
 from controller.handlers.preferred_election import PreferredElections
@@ -47,17 +46,10 @@ class Failover:
     async def run(self) -> None:
         """The failover, with the cyclic garbage collector held off while the context loads: loading a
         million partitions allocates millions of objects that all live on, and each full collection
-        meanwhile would scan every one of them again (the failover grew faster than the partitions)."""
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        meanwhile would scan every one of them again (the failover grew faster than the partitions).
+        What it built (context, state tables) lives as long as we lead, and is frozen afterwards."""
+        with collector.held_off():
             await self._run()
-            # What the failover built (context, state tables) lives as long as we lead: keep the
-            # collector from scanning it again and again. ``_resign`` unfreezes it.
-            gc.freeze()
-        finally:
-            if collecting:
-                gc.enable()
 
     async def _run(self) -> None:
         ctx, svc = self.context, self.services

@@ -241,6 +241,18 @@ def test_change_op_is_a_compare_and_set_on_the_version_read() -> None:
     )
 
 
+def test_the_ops_of_many_changes_are_each_changes_op_with_equal_states_encoded_once() -> None:
+    ctx = context({1: 10, 2: 20, 3: 30}, {"a": [[1, 2, 3]] * 3, "b": [[1, 3, 2]]}, controller_epoch=7)
+    ctx.shutting_down.add(1)
+    shutdown = ElectionStrategy.CONTROLLED_SHUTDOWN
+    changes = [change_of(plans.election(ctx, tp, shutdown)) for tp in ctx.all_partitions()]
+    ops = plans.state_ops(changes, controller_epoch=7)
+    assert ops == [change.op(controller_epoch=7) for change in changes]
+    assert isinstance(ops[0], SetData) and isinstance(ops[1], SetData)
+    assert ops[0].data is ops[1].data  # the same state (leader 2, isr 2,3): one encoding
+    assert [op.path for op in ops][-1] == "/brokers/topics/b/partitions/0/state"
+
+
 def test_committed_records_the_new_version_and_this_controllers_epoch() -> None:
     ctx = cluster({1: 10, 2: 20, 3: 30})
     lead(ctx, 1, (1, 2, 3), written_by=CONTROLLER_EPOCH - 2)

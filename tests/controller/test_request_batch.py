@@ -69,6 +69,41 @@ def test_leader_and_isr_also_announces_the_partition_to_every_broker() -> None:
     assert lai["controller_epoch"] == 3 and lai["max_broker_epoch"] == 40
 
 
+def test_max_epoch_mode_encodes_a_leader_and_isr_once_for_brokers_given_the_same_partitions() -> None:
+    """A controlled shutdown tells every replica of every partition: on the seeds' wire their
+    LeaderAndIsr bodies are the same bytes, encoded once; a broker given other partitions gets its own."""
+    ctx = context({1: 10, 2: 20, 3: 30, 4: 40}, {"t": [[1, 2, 3], [2, 3, 1], [4, 1]]})
+    b = batch(ctx, MAX_EPOCH)
+    for p in (0, 1):
+        b.add_leader_and_isr([1, 2, 3], TopicPartition("t", p))
+    b.add_leader_and_isr([4, 1], TopicPartition("t", 2))
+    requests = [r for r in b.build() if r.api_key == ApiKey.LEADER_AND_ISR]
+    bodies = {r.broker_id: r.body for r in requests}
+    assert bodies[2] is bodies[3] and bodies[1] is not bodies[2] and bodies[4] is not bodies[2]
+    assert b.encodes == 3 + 1  # brokers 1, 2 (and 3), 4, then the UpdateMetadata
+    states = decoded(requests[2])["topic_states"][0]["partition_states"]
+    assert {s["partition_index"] for s in states} == {0, 1}
+
+
+def test_the_same_partitions_in_another_order_are_encoded_apart() -> None:
+    ctx = context({1: 10, 2: 20}, {"t": [[1, 2], [1, 2]]})
+    b = batch(ctx, MAX_EPOCH)
+    b.add_leader_and_isr([1, 2], TopicPartition("t", 0))
+    b.add_leader_and_isr([2], TopicPartition("t", 1))
+    b.add_leader_and_isr([1], TopicPartition("t", 1))
+    b.leader_and_isr[2] = dict(reversed(b.leader_and_isr[2].items()))
+    requests = [r for r in b.build() if r.api_key == ApiKey.LEADER_AND_ISR]
+    assert requests[0].body != requests[1].body and b.encodes == 2 + 1
+
+
+def test_per_broker_mode_encodes_each_leader_and_isr_with_its_broker_epoch() -> None:
+    ctx = context({1: 10, 2: 20}, {"t": [[1, 2]]})
+    b = batch(ctx, PER_BROKER)
+    b.add_leader_and_isr([1, 2], TopicPartition("t", 0))
+    requests = [r for r in b.build() if r.api_key == ApiKey.LEADER_AND_ISR]
+    assert [decoded(r)["broker_epoch"] for r in requests] == [10, 20]
+
+
 def test_is_new_and_delete_flags_are_or_ed_within_a_batch() -> None:
     ctx = context({1: 10, 2: 20}, {"t": [[1, 2]]})
     tp = TopicPartition("t", 0)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+from collections.abc import Iterator
 
 import pytest
 from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
@@ -14,7 +15,7 @@ from tests.support.waiting import wait_until
 from tests.support.zookeeper import expire_session, session
 from zkstore.aio import ConnectionEvent
 from zkstore.election import read_controller_epoch, resign, try_elect
-from zkstore.fencing import ControllerMoved, FencedWriter
+from zkstore.fencing import IN_FLIGHT, ControllerMoved, FencedWriter
 from zkstore.ops import Create, SetData
 from zkstore.registration import BrokerIdInUse, register_broker
 from zkstore.znodes import CONTROLLER
@@ -61,6 +62,26 @@ async def test_session_expiry_is_reported_as_an_event(zk_connect: str) -> None:
         assert events[-1] == ConnectionEvent.RECONNECTED
     finally:
         await zk.close()
+
+
+async def test_multi_writes_land_under_the_chroot_whatever_the_paths_shape(zk_connect: str) -> None:
+    """Normal paths skip kazoo's normalization (a controlled shutdown writes 100,000 of them); the
+    others still go through it, and both end up under the session's chroot."""
+    root = await session(zk_connect)
+    await root.create("/rooted/a/b", b"", makepath=True)
+    await root.create("/rooted/.hidden", b"")
+    chrooted = await session(f"{zk_connect}/rooted")
+    try:
+        ops = [SetData("/a", b"1"), SetData("/a//b", b"2"), SetData("/.hidden", b"3")]
+        assert all(not isinstance(r, Exception) for r in await chrooted.multi(ops))
+        assert [(await root.get(p))[0] for p in ("/rooted/a", "/rooted/a/b", "/rooted/.hidden")] == [
+            b"1",
+            b"2",
+            b"3",
+        ]
+    finally:
+        await chrooted.close()
+        await root.close()
 
 
 # ---------------------------------------------------------------- registration (KIP-380)
@@ -188,6 +209,72 @@ async def test_data_writes_in_many_batches_go_in_flight_together_and_all_take(zk
     finally:
         await zk.close()
         await other.close()
+
+
+async def test_a_stream_of_data_writes_is_sent_while_it_is_produced(zk_connect: str) -> None:
+    """``commit_stream`` pulls the next ops only once earlier multi-ops are on their way, answers
+    each multi-op as it comes (the caller works on those answers while the rest are in flight), and
+    returns the results in the order of the ops, as ``commit`` does."""
+    zk = await session(zk_connect)
+    try:
+        token = await try_elect(zk, 1, b"{}")
+        assert token is not None
+        for p in range(1000):
+            await zk.create(f"/streamed/{p}", b"v0", makepath=True)
+        await zk.set("/streamed/250", b"moved")
+        writer = FencedWriter(zk, token, max_batch_ops=100)
+        produced: list[int] = []
+        answered: list[tuple[int, int, int]] = []
+
+        def ops() -> Iterator[SetData]:
+            for p in range(1000):
+                produced.append(p)
+                yield SetData(f"/streamed/{p}", b"v1", 0)
+
+        def on_answer(offset: int, results: list[object]) -> None:
+            answered.append((offset, len(results), len(produced)))
+
+        results = await writer.commit_stream(ops(), on_answer)
+        assert isinstance(results[250], BadVersionError)
+        assert [r.version for i, r in enumerate(results) if i != 250] == [1] * 999
+        assert sorted(a[:2] for a in answered) == [(offset, 100) for offset in range(0, 1000, 100)]
+        # IN_FLIGHT multi-ops are sent, the next one is produced, and nothing more until an answer
+        assert answered[0][2] <= (IN_FLIGHT + 1) * 100
+        assert (await zk.get("/streamed/999"))[0] == b"v1"
+    finally:
+        await zk.close()
+
+
+async def test_a_stream_that_is_fenced_off_raises_and_writes_nothing_more(zk_connect: str) -> None:
+    zk, other = await session(zk_connect), await session(zk_connect)
+    try:
+        token = await try_elect(zk, 1, b"{}")
+        assert token is not None
+        for p in range(300):
+            await zk.create(f"/fenced/{p}", b"v0", makepath=True)
+        await other.set("/controller_epoch", b"99")
+        writer = FencedWriter(zk, token, max_batch_ops=100)
+        with pytest.raises(ControllerMoved):
+            await writer.commit_stream(SetData(f"/fenced/{p}", b"v1", 0) for p in range(300))
+        assert {(await zk.get(f"/fenced/{p}"))[0] for p in range(0, 300, 7)} == {b"v0"}
+    finally:
+        await zk.close()
+        await other.close()
+
+
+async def test_a_stream_with_creates_commits_them_in_order(zk_connect: str) -> None:
+    """From the first multi-op with a create on, a stream's multi-ops go one after another: a child
+    is created only after the multi-op that creates its parent has been answered."""
+    zk = await session(zk_connect)
+    try:
+        token = await try_elect(zk, 1, b"{}")
+        assert token is not None
+        writer = FencedWriter(zk, token, max_batch_ops=2)
+        ops = [Create("/ordered"), Create("/ordered/a"), Create("/ordered/a/b"), Create("/ordered/a/b/c")]
+        results = await writer.commit_stream(iter(ops))
+        assert results == ["/ordered", "/ordered/a", "/ordered/a/b", "/ordered/a/b/c"]
+    finally:
+        await zk.close()
 
 
 async def test_one_stale_compare_and_set_does_not_roll_back_the_rest(zk_connect: str) -> None:
