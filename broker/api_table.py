@@ -14,11 +14,14 @@ from broker.admin_apis import AdminApis
 from broker.apis import Handler
 from broker.config_apis import ConfigApis
 from broker.fetch_versions import FlexibleFetch
+from broker.find_coordinator import FindCoordinatorApi
 from broker.forwarded_admin import ForwardedAdminApis
 from broker.group.apis import GroupApis
 from broker.metadata_api import MetadataApis
 from broker.offsets_api import OffsetsApi
 from broker.produce import ProduceApi
+from broker.txn.apis import TransactionApis
+from broker.txn.write_markers import WriteTxnMarkersApi
 from protocol import ApiKey
 
 __all__ = ["DataApis"]
@@ -34,6 +37,9 @@ class DataApis:
     fetch: FlexibleFetch
     """Fetch of every version: v12+ (Kafka's followers) read into v11's form for ``FetchApi``."""
     groups: GroupApis
+    find_coordinator: FindCoordinatorApi
+    transactions: TransactionApis
+    write_txn_markers: WriteTxnMarkersApi
     init_producer_id: Handler
     admin: AdminApis
     configs: ConfigApis
@@ -42,7 +48,7 @@ class DataApis:
 
     def table(self) -> dict[int, Handler]:
         """API key -> its handler."""
-        groups, admin, acls = self.groups, self.admin, self.acls
+        groups, admin, acls, txns = self.groups, self.admin, self.acls, self.transactions
         configs, forwarded = self.configs, self.forwarded
         return {
             # clients' data path
@@ -53,8 +59,8 @@ class DataApis:
             ApiKey.LIST_OFFSETS: self.offsets.list_offsets,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offsets.offset_for_leader_epoch,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+            ApiKey.FIND_COORDINATOR: self.find_coordinator.handle,
             # the group coordinator
-            ApiKey.FIND_COORDINATOR: groups.find_coordinator,
             ApiKey.JOIN_GROUP: groups.join_group,
             ApiKey.SYNC_GROUP: groups.sync_group,
             ApiKey.HEARTBEAT: groups.heartbeat,
@@ -64,6 +70,14 @@ class DataApis:
             ApiKey.LIST_GROUPS: groups.list_groups,
             ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
             ApiKey.DELETE_GROUPS: groups.delete_groups,
+            ApiKey.TXN_OFFSET_COMMIT: groups.txn_offset_commit,
+            # the transaction coordinator, and the markers it sends to partition leaders
+            ApiKey.ADD_PARTITIONS_TO_TXN: txns.add_partitions_to_txn,
+            ApiKey.ADD_OFFSETS_TO_TXN: txns.add_offsets_to_txn,
+            ApiKey.END_TXN: txns.end_txn,
+            ApiKey.DESCRIBE_TRANSACTIONS: txns.describe_transactions,
+            ApiKey.LIST_TRANSACTIONS: txns.list_transactions,
+            ApiKey.WRITE_TXN_MARKERS: self.write_txn_markers.handle,
             # the Admin API: forwarded to the active controller
             ApiKey.ELECT_LEADERS: forwarded.elect_leaders,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: forwarded.alter_partition_reassignments,

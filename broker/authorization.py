@@ -24,6 +24,7 @@ __all__ = ["Denial", "Gate", "RequestAuthorizer"]
 Body = dict[str, Any]
 Op = AclOperation
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 _CONFIG_RESOURCE_TOPIC, _CONFIG_RESOURCE_BROKER = 2, 4
 
 
@@ -171,6 +172,9 @@ def _control(c: _Check) -> Gate:
 
 
 def _produce(c: _Check) -> Gate:
+    transactional_id = c.body.get("transactional_id")
+    if transactional_id is not None and not c.allowed(Op.WRITE, TRANSACTIONAL_ID, transactional_id):
+        return c.refuse(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     return c.topics(Op.WRITE, "topic_data")
 
 
@@ -217,10 +221,43 @@ def _offset_commit(c: _Check) -> Gate:
 
 def _find_coordinator(c: _Check) -> Gate:
     keys = c.body.get("coordinator_keys") or [c.body.get("key", "")]
-    if c.body.get("key_type", 0) != 0:  # transactional ids: refused by the handler anyway
-        return c.gate()
+    if c.body.get("key_type", 0) == 1:
+        ok = all([c.allowed(Op.DESCRIBE, TRANSACTIONAL_ID, key) for key in keys])
+        return c.whole(ok, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     ok = all([c.allowed(Op.DESCRIBE, GROUP, key) for key in keys])
     return c.whole(ok, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+
+
+def _transaction(*then: Callable[[_Check], Gate]) -> Callable[[_Check], Gate]:
+    """Write on the request's transactional id first (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then
+    ``then``'s checks in order, the first refusal answering."""
+
+    def rule(c: _Check) -> Gate:
+        if not c.allowed(Op.WRITE, TRANSACTIONAL_ID, c.body["transactional_id"]):
+            return c.refuse(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        for check in then:
+            gate = check(c)
+            if gate.refusal is not None or gate.merge is not None:
+                return gate
+        return c.gate()
+
+    return rule
+
+
+def _all_topics(operation: AclOperation) -> Callable[[_Check], Gate]:
+    """Every listed topic allowed, else the whole request refused (AddPartitionsToTxn)."""
+
+    def rule(c: _Check) -> Gate:
+        ok = all([c.allowed(operation, TOPIC, t["name"]) for t in c.body.get("topics") or []])
+        return c.whole(ok, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+    return rule
+
+
+def _txn_offset_commit(c: _Check) -> Gate:
+    if not c.allowed(Op.READ, GROUP, c.body["group_id"]):
+        return c.refuse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return c.topics(Op.READ)
 
 
 def _describe_groups(c: _Check) -> Gate:
@@ -240,8 +277,10 @@ def _list_groups(c: _Check) -> Gate:
 
 
 def _init_producer_id(c: _Check) -> Gate:
-    if c.body.get("transactional_id") is not None:
-        return c.gate()  # the handler refuses transactional ids
+    transactional_id = c.body.get("transactional_id")
+    if transactional_id is not None:
+        ok = c.allowed(Op.WRITE, TRANSACTIONAL_ID, transactional_id)
+        return c.whole(ok, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     ok = c.quiet(Op.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME) or c.authorizer.authorize_any(
         c.principal, c.host, Op.WRITE, TOPIC
     )
@@ -347,4 +386,20 @@ _RULES: dict[int, Callable[[_Check], Gate]] = {
     ApiKey.DESCRIBE_ACLS: _cluster_op(Op.DESCRIBE),
     ApiKey.CREATE_ACLS: _acl_change("creations", "results", {}),
     ApiKey.DELETE_ACLS: _acl_change("filters", "filter_results", {"matching_acls": []}),
+    ApiKey.ADD_PARTITIONS_TO_TXN: _transaction(_all_topics(Op.WRITE)),
+    ApiKey.ADD_OFFSETS_TO_TXN: _transaction(_group(Op.READ)),
+    ApiKey.END_TXN: _transaction(),
+    ApiKey.TXN_OFFSET_COMMIT: _transaction(_txn_offset_commit),
+    ApiKey.WRITE_TXN_MARKERS: _cluster_op(Op.CLUSTER_ACTION),
+    ApiKey.DESCRIBE_TRANSACTIONS: lambda c: c.names(
+        Op.DESCRIBE,
+        TRANSACTIONAL_ID,
+        "transactional_ids",
+        "transaction_states",
+        "transactional_id",
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ),
+    ApiKey.LIST_TRANSACTIONS: lambda c: c.keep_described(
+        "transaction_states", TRANSACTIONAL_ID, "transactional_id"
+    ),
 }

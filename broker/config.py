@@ -19,6 +19,7 @@ from admin.topic_requests import TopicDefaults
 from authorizer.acl_authorizer import AuthorizerSettings
 from broker.config_keys import KEYS
 from broker.group.config import GroupConfig
+from broker.txn.config import TransactionConfig
 from daemon.config import ConfigError, LoadedConfig, load_config, parse_listeners
 from daemon.endpoint import Endpoint
 from protocol.ibp import DEFAULT_IBP, ControlWire, control_wire
@@ -84,6 +85,7 @@ class BrokerConfig:
     replica_socket_timeout_s: float = 30.0
     num_replica_fetchers: int = 1
     group: GroupConfig = field(default_factory=GroupConfig)
+    transaction: TransactionConfig = field(default_factory=TransactionConfig)
     topics: TopicDefaults = field(default_factory=TopicDefaults)
     producer_id_expiration_ms: int = 86400000
     controller_epoch_confirmation: bool = True
@@ -220,6 +222,7 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         replica_socket_timeout_s=loaded["replica.socket.timeout.ms"] / 1000.0,
         num_replica_fetchers=loaded["num.replica.fetchers"],
         group=_group_config(loaded),
+        transaction=_transaction_config(loaded),
         topics=topic_defaults(loaded),
         producer_id_expiration_ms=loaded["producer.id.expiration.ms"],
         controller_epoch_confirmation=loaded["controller.epoch.confirmation.enable"],
@@ -255,6 +258,23 @@ def _group_config(loaded: LoadedConfig) -> GroupConfig:
         group_min_session_timeout_ms=minimum,
         group_max_session_timeout_ms=maximum,
         group_max_size=loaded["group.max.size"],
+    )
+
+
+def _transaction_config(loaded: LoadedConfig) -> TransactionConfig:
+    return TransactionConfig(
+        transaction_state_log_num_partitions=loaded["transaction.state.log.num.partitions"],
+        transaction_state_log_replication_factor=loaded["transaction.state.log.replication.factor"],
+        transaction_state_log_min_isr=loaded["transaction.state.log.min.isr"],
+        transaction_state_log_segment_bytes=loaded["transaction.state.log.segment.bytes"],
+        transaction_max_timeout_ms=loaded["transaction.max.timeout.ms"],
+        transactional_id_expiration_ms=loaded["transactional.id.expiration.ms"],
+        transaction_abort_timed_out_transaction_cleanup_interval_ms=loaded[
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        ],
+        transaction_remove_expired_transaction_cleanup_interval_ms=loaded[
+            "transaction.remove.expired.transaction.cleanup.interval.ms"
+        ],
     )
 
 

@@ -136,6 +136,7 @@ class FlexibleFetch:
             leader_log = partition.log
             epoch, end_offset = leader_log.end_offset_for_epoch(last_fetched)
             start, hw = leader_log.log_start_offset, partition.high_watermark
+            lso = leader_log.last_stable_offset(hw)
         offset = wanted["fetch_offset"]
         if epoch == UNDEFINED or end_offset == UNDEFINED:
             return partition_response(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, log_start_offset=start)
@@ -143,7 +144,12 @@ class FlexibleFetch:
             return None  # the read answers an offset below the log start, or reads on
         diverging = {"epoch": epoch, "end_offset": end_offset}
         return partition_response(
-            tp.partition, ErrorCode.NONE, high_watermark=hw, log_start_offset=start, diverging_epoch=diverging
+            tp.partition,
+            ErrorCode.NONE,
+            high_watermark=hw,
+            last_stable_offset=lso,
+            log_start_offset=start,
+            diverging_epoch=diverging,
         )
 
 

@@ -1,8 +1,9 @@
 """ListOffsets (v1-v9) and OffsetForLeaderEpoch (v0-v4): where a log starts, ends, and where an epoch ended.
 
 ListOffsets answers consumers looking for a starting point: timestamp -1 is the latest offset a
-consumer may read (the high watermark), -2 the log start offset, anything else the first record at
-or after that time. OffsetForLeaderEpoch is how a new follower (or a consumer after a leader change,
+consumer may read (the high watermark, or the last stable offset for ``isolation_level`` 1,
+read_committed, v2+), -2 the log start offset, anything else the first record at or after that time
+below that same bound. OffsetForLeaderEpoch is how a new follower (or a consumer after a leader change,
 KIP-320) finds where its log diverged from the leader's: the end offset of the largest epoch not
 above the one asked, from the leader epoch cache.
 
@@ -24,6 +25,7 @@ from zkstore.znodes import TopicPartition
 LATEST = -1
 EARLIEST = -2
 UNDEFINED = -1
+READ_COMMITTED = 1
 
 
 class OffsetsApi:
@@ -31,13 +33,14 @@ class OffsetsApi:
         self.rm = rm
 
     def list_offsets(self, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+        committed = body.get("isolation_level", 0) == READ_COMMITTED
         return {
             "throttle_time_ms": 0,
             "topics": [
                 {
                     "name": topic["name"],
                     "partitions": [
-                        self._list_offset(TopicPartition(topic["name"], p["partition_index"]), p)
+                        self._list_offset(TopicPartition(topic["name"], p["partition_index"]), p, committed)
                         for p in topic["partitions"]
                     ],
                 }
@@ -45,7 +48,7 @@ class OffsetsApi:
             ],
         }
 
-    def _list_offset(self, tp: TopicPartition, asked: dict[str, Any]) -> dict[str, Any]:
+    def _list_offset(self, tp: TopicPartition, asked: dict[str, Any], committed: bool) -> dict[str, Any]:
         out = {"partition_index": tp.partition, "error_code": ErrorCode.NONE, "timestamp": -1, "offset": -1}
         out["leader_epoch"] = UNDEFINED
         try:
@@ -54,15 +57,17 @@ class OffsetsApi:
                 leader_log = partition.require_leader()
                 partition.check_leader_epoch(asked.get("current_leader_epoch", -1))
                 timestamp = asked["timestamp"]
+                hw = partition.high_watermark
+                fetchable = leader_log.last_stable_offset(hw) if committed else hw
                 if timestamp == LATEST:
-                    out["offset"] = partition.high_watermark
+                    out["offset"] = fetchable
                     out["leader_epoch"] = partition.leader_epoch
                 elif timestamp == EARLIEST:
                     out["offset"] = leader_log.log_start_offset
                     out["leader_epoch"] = leader_log.epoch_for_offset(leader_log.log_start_offset)
                 else:
                     found = leader_log.offset_for_timestamp(timestamp)
-                    if found is not None and found[0] < partition.high_watermark:
+                    if found is not None and found[0] < fetchable:
                         out["offset"], out["timestamp"] = found
                         out["leader_epoch"] = leader_log.epoch_for_offset(found[0])
         except PartitionError as exc:

@@ -5,7 +5,12 @@ the cluster knows it, UNKNOWN_TOPIC_OR_PARTITION if not) and led by this broker;
 ISR must be at least ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS, nothing appended); every batch
 must be sound (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, nothing of that partition appended); an
 idempotent producer's batch must follow its previous one (OUT_OF_ORDER_SEQUENCE_NUMBER,
-INVALID_PRODUCER_EPOCH), and one the leader already has is answered with its original offset.
+INVALID_PRODUCER_EPOCH), and one the leader already has is answered with its original offset; a
+transactional producer's plain batch inside its open transaction is INVALID_TXN_STATE.
+
+The transaction coordinator's markers (WriteTxnMarkers) are appended here too, as an acks=all append
+of the broker's own (:meth:`ProduceApi.append_marker`): a marker from an older coordinator epoch is
+TRANSACTION_COORDINATOR_FENCED, one from an older producer epoch INVALID_PRODUCER_EPOCH.
 
 acks=0 gets no response at all; acks=1 is answered once the leader has appended; acks=all waits in
 the produce purgatory until the high watermark passes the last appended offset of every partition
@@ -22,7 +27,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from broker.log import AppendInfo, InvalidProducerEpoch, OutOfOrderSequence, RecordTooLarge
+from broker.log import (
+    AppendInfo,
+    InvalidProducerEpoch,
+    InvalidTxnState,
+    Log,
+    OutOfOrderSequence,
+    RecordTooLarge,
+    TransactionCoordinatorFenced,
+)
 from broker.partition import PartitionError
 from broker.purgatory import DelayedOperation
 from broker.replica_manager import ReplicaManager
@@ -33,6 +46,30 @@ from zkstore.znodes import TopicPartition
 log = logging.getLogger("broker.produce")
 
 ACKS_ALL = -1
+
+_REFUSAL_CODES: dict[type[Exception], ErrorCode] = {
+    RecordTooLarge: ErrorCode.MESSAGE_TOO_LARGE,
+    OutOfOrderSequence: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    InvalidProducerEpoch: ErrorCode.INVALID_PRODUCER_EPOCH,
+    InvalidTxnState: ErrorCode.INVALID_TXN_STATE,
+    TransactionCoordinatorFenced: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+}
+"""The log's refusals of well-formed batches (nothing appended), and the error each is answered with."""
+_REFUSALS = tuple(_REFUSAL_CODES)
+
+Append = Callable[[Log, int, int], AppendInfo]
+"""One partition's append on the leader's log, given the leader epoch and the time in ms."""
+
+
+def _records(records: bytes | None, *, coordinator: bool = False) -> Append:
+    """The append of a producer's record batches, or of a ``coordinator``'s own."""
+
+    def append(leader_log: Log, leader_epoch: int, now_ms: int) -> AppendInfo:
+        if not records:
+            raise CorruptRecordBatch("no record batches")
+        return leader_log.append_as_leader(records, leader_epoch, now_ms=now_ms, coordinator=coordinator)
+
+    return append
 
 
 @dataclass(eq=False)
@@ -137,7 +174,7 @@ class ProduceApi:
         for topic in body["topic_data"]:
             name = topic["name"]
             results[name] = {
-                p["index"]: self._append(TopicPartition(name, p["index"]), p["records"], acks)
+                p["index"]: self._append(TopicPartition(name, p["index"]), _records(p["records"]), acks)
                 for p in topic["partition_data"]
             }
         if acks == 0:
@@ -158,11 +195,40 @@ class ProduceApi:
     def append_internal(
         self, tp: TopicPartition, records: bytes, *, replicated: bool, timeout_s: float
     ) -> Future[ErrorCode]:
-        """An append of the broker's own records (the group coordinator's), as a producer with acks=all
-        (``replicated``) or acks=1 would make it: the partition's error once the append is settled."""
-        result = self._append(tp, records, ACKS_ALL if replicated else 1)
+        """An append of the broker's own records (a coordinator's), as a producer with acks=all
+        (``replicated``) or acks=1 would make it: the partition's error once the append is settled.
+        A transactional batch written for a producer (TxnOffsetCommit) has only its epoch checked."""
+        result = self._append(tp, _records(records, coordinator=True), ACKS_ALL if replicated else 1)
+        return self._settled(tp, result, timeout_s if replicated else None)
+
+    def append_marker(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        *,
+        timeout_s: float,
+    ) -> Future[ErrorCode]:
+        """The transaction coordinator's marker (WriteTxnMarkers) ending ``producer_id``'s transaction in
+        ``tp``, appended as acks=all: the partition's error once the high watermark passes the marker
+        (REQUEST_TIMED_OUT after ``timeout_s``), or at once if it could not be appended."""
+
+        def append(leader_log: Log, leader_epoch: int, now_ms: int) -> AppendInfo:
+            return leader_log.append_marker(
+                producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch, now_ms=now_ms
+            )
+
+        return self._settled(tp, self._append(tp, append, ACKS_ALL), timeout_s)
+
+    def _settled(
+        self, tp: TopicPartition, result: PartitionResult, timeout_s: float | None
+    ) -> Future[ErrorCode]:
+        """``result``'s error once settled: now if it failed or needs no replication (no timeout),
+        else when its acks=all wait in the produce purgatory ends."""
         settled: Future[ErrorCode] = Future()
-        if result.error != ErrorCode.NONE or not replicated:
+        if result.error != ErrorCode.NONE or timeout_s is None:
             settled.set_result(result.error)
             return settled
         delayed = DelayedProduce(timeout_s, {tp.topic: {tp.partition: result}}, self.rm)
@@ -170,13 +236,13 @@ class ProduceApi:
         waiting.add_done_callback(lambda _: settled.set_result(result.error))
         return settled
 
-    def _append(self, tp: TopicPartition, records: bytes | None, acks: int) -> PartitionResult:
-        result = self._append_partition(tp, records, acks)
+    def _append(self, tp: TopicPartition, append: Append, acks: int) -> PartitionResult:
+        result = self._append_partition(tp, append, acks)
         if self.on_result is not None:
             self.on_result(tp.topic, result.error)
         return result
 
-    def _append_partition(self, tp: TopicPartition, records: bytes | None, acks: int) -> PartitionResult:
+    def _append_partition(self, tp: TopicPartition, append: Append, acks: int) -> PartitionResult:
         try:
             partition = self.rm.hosted(tp)
             with partition.lock:
@@ -187,11 +253,7 @@ class ProduceApi:
                         ErrorCode.NOT_ENOUGH_REPLICAS,
                         f"ISR {list(partition.isr)} is smaller than min.insync.replicas {min_isr}",
                     )
-                if not records:
-                    raise CorruptRecordBatch("no record batches")
-                info = leader_log.append_as_leader(
-                    records, partition.leader_epoch, now_ms=int(time.time() * 1000)
-                )
+                info = append(leader_log, partition.leader_epoch, int(time.time() * 1000))
                 partition.maybe_advance_high_watermark()
                 result = PartitionResult(
                     ErrorCode.NONE, info.first_offset, leader_log.log_start_offset, info.last_offset + 1
@@ -203,13 +265,10 @@ class ProduceApi:
         except CorruptRecordBatch as exc:
             log.warning("produce to %s-%d refused: %s", tp.topic, tp.partition, exc)
             return PartitionResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
-        except RecordTooLarge as exc:
-            return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE, message=str(exc))
-        except OutOfOrderSequence as exc:
-            log.info("produce to %s-%d refused: %s", tp.topic, tp.partition, exc)
-            return PartitionResult(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, message=str(exc))
-        except InvalidProducerEpoch as exc:
-            return PartitionResult(ErrorCode.INVALID_PRODUCER_EPOCH, message=str(exc))
+        except _REFUSALS as exc:
+            if not isinstance(exc, RecordTooLarge):
+                log.info("append to %s-%d refused: %s", tp.topic, tp.partition, exc)
+            return PartitionResult(_REFUSAL_CODES[type(exc)], message=str(exc))
         if info.duplicate:  # an idempotent producer's retry: answered with where the batch already is
             return result
         self.rm.partition_changed(tp)

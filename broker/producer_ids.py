@@ -1,10 +1,9 @@
 """Producer ids for idempotent producers: ids handed out from blocks of 1000 this broker claims through
 ``/latest_producer_id_block`` (``zkstore.producer_id_blocks``, Kafka's ZooKeeper-era allocation).
 
-InitProducerId without a transactional id always gets a fresh id with epoch 0 (Kafka's rule).
-Transactions are not supported: a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-which clients report at once as a fatal error (no transactional id is allowed here), where any other
-error would be retried.
+InitProducerId without a transactional id always gets a fresh id with epoch 0 (Kafka's rule); one
+with a transactional id is the transaction coordinator's (``broker/txn/apis.py``), which draws its ids
+from the same manager.
 """
 
 from __future__ import annotations
@@ -28,14 +27,6 @@ class InitProducerIdApi:
         self.loop = loop
 
     def handle(self, request: Request, body: dict[str, Any]) -> dict[str, Any] | Future[dict[str, Any]]:
-        transactional_id = body["transactional_id"]
-        if transactional_id is not None:
-            log.warning(
-                "InitProducerId for transactional id %r from %s refused: transactions are not supported",
-                transactional_id,
-                request.header.client_id,
-            )
-            return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
             return _answer(ErrorCode.INVALID_REQUEST)
         return answer_on_loop(self.loop, self._fresh_id(), lambda body: body, "InitProducerId")

@@ -365,6 +365,7 @@ class ReplicaFetcher(threading.Thread):
                 fetching.truncated = False  # compare epochs with the leader again before going on
                 return
             p.follower_high_watermark(answer["high_watermark"])
+            p.log.on_high_watermark(p.high_watermark)  # ended transactions it passed are forgotten
         self.on_change(tp)
 
     def _out_of_range(self, tp: TopicPartition, fetching: _Fetching, answer: dict[str, Any]) -> None:

@@ -36,13 +36,10 @@ from broker.config_apis import ConfigApis
 from broker.controlled_shutdown import ControlledShutdown
 from broker.controller_address import ControllerAddress, controller_in_metadata
 from broker.controller_guard import ControllerEpochGuard, ZkController
+from broker.coordinators import Coordinators
 from broker.fetch import FetchApi
 from broker.fetch_versions import FlexibleFetch
 from broker.forwarded_admin import ForwardedAdminApis
-from broker.group.apis import GroupApis
-from broker.group.config import OFFSETS_TOPIC
-from broker.group.coordinator import GroupCoordinator
-from broker.group.offsets_log import LocalOffsetsLog
 from broker.log import LogConfig
 from broker.log_manager import LogManager
 from broker.metadata_api import MetadataApis
@@ -60,9 +57,8 @@ from daemon.config import advertised
 from daemon.eventlog import EventLog
 from daemon.metrics import Metrics
 from daemon.supervision import start_supervised
-from placement.errors import AdminError
 from security.sasl import ScramCredential
-from zkstore import cluster_reads, topic_writes, znodes
+from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper, ConnectionEvent
 from zkstore.batch_read import get_data_many
 from zkstore.client_metrics import ZooKeeperClientMetrics
@@ -152,8 +148,8 @@ class BrokerServer:
             min_insync_replicas=config.min_insync_replicas,
             on_isr_change=self._isr_changed,
             propose_isr=self.alter_partition.submit,
-            on_elected=self._offsets_partition_elected,
-            on_resigned=self._offsets_partition_resigned,
+            on_elected=self._coordinator_partition_elected,
+            on_resigned=self._coordinator_partition_resigned,
             on_topic_deleted=self.alter_partition.forget_topic,
         )
         meters = self.broker_metrics = BrokerMetrics(
@@ -165,14 +161,22 @@ class BrokerServer:
         )
         ZooKeeperClientMetrics(self.metrics).watch(self.zk)  # after the broker's own, as docs list them
         produce = ProduceApi(self.replica_manager, on_append=meters.appended, on_result=meters.produced)
-        offsets_log = LocalOffsetsLog(self.replica_manager, produce, config.group.offsets_commit_timeout_ms)
-        self.group_coordinator = GroupCoordinator(config.broker_id, config.group, offsets_log, self.events)
+        self.coordinators = Coordinators(
+            config,
+            self.replica_manager,
+            produce,
+            self.metadata_cache,
+            self.events,
+            zk=lambda: self.zk,
+            next_producer_id=self._next_producer_id,
+        )
+        self.data_apis = self._data_apis(produce, meters)
         self.apis = KafkaApis(
             self.identity,
             self.replica_manager,
             self.metadata_cache,
             self.events,
-            handlers=self._data_apis(produce, self.group_coordinator, meters).table(),
+            handlers=self.data_apis.table(),
             guard=self._epoch_guard(),
             authorization=RequestAuthorizer(self.authorizer) if config.authorizer.enabled else None,
             on_handled=meters.request_handled,
@@ -187,9 +191,7 @@ class BrokerServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._registering = asyncio.Lock()
 
-    def _data_apis(
-        self, produce: ProduceApi, coordinator: GroupCoordinator, meters: BrokerMetrics
-    ) -> DataApis:
+    def _data_apis(self, produce: ProduceApi, meters: BrokerMetrics) -> DataApis:
         """The objects behind the API table, each given what it works with (besides the parts built
         first: the replica manager, the metadata cache, the log manager and the planes)."""
         config, rm, cache, zk = self.config, self.replica_manager, self.metadata_cache, lambda: self.zk
@@ -201,7 +203,7 @@ class BrokerServer:
             config.topics,
             broker_id=config.broker_id,
             cluster_id=lambda: self.cluster_id,
-            create_internal=self._create_internal_topic,
+            create_internal=self.coordinators.create_topic,
             log_dir=config.log_dir,
             log_sizes=self.log_manager.sizes,
         )
@@ -219,7 +221,10 @@ class BrokerServer:
             offsets=OffsetsApi(rm),
             produce=produce,
             fetch=FlexibleFetch(FetchApi(rm, on_read=meters.fetched), rm, cache),
-            groups=GroupApis(coordinator, cache, self._create_offsets_topic),
+            groups=self.coordinators.group_apis(),
+            find_coordinator=self.coordinators.find_coordinator_api(),
+            transactions=self.coordinators.transaction_apis(),
+            write_txn_markers=self.coordinators.write_txn_markers_api(),
             init_producer_id=self._init_producer_id,
             admin=admin,
             configs=ConfigApis(
@@ -234,6 +239,11 @@ class BrokerServer:
                 socket_timeout_s=config.controller_socket_timeout_s,
             ),
         )
+
+    async def _next_producer_id(self) -> int:
+        if self.producer_ids is None:
+            raise RuntimeError("a producer id asked for before the broker started")
+        return await self.producer_ids.manager.next_id()
 
     def _epoch_guard(self) -> ControllerEpochGuard | None:
         """With ``controller.epoch.confirmation``: new controller epochs confirmed in ZooKeeper."""
@@ -280,10 +290,7 @@ class BrokerServer:
             await self.authorizer.start()
         self.cluster_id = await read_cluster_id(self.zk)
         loop = asyncio.get_running_loop()
-        self.group_coordinator.bind(loop)
-        existing = await cluster_reads.partition_count(self.zk, OFFSETS_TOPIC)
-        if existing is not None:  # Kafka fixes the count at start-up: a group never changes partition
-            self.group_coordinator.partition_count = existing
+        await self.coordinators.start(loop, self.zk)
         self.producer_ids = InitProducerIdApi(
             ProducerIdManager(self.zk, self.config.broker_id, self.events), loop
         )
@@ -295,6 +302,7 @@ class BrokerServer:
         # Kafka only starts processing requests once the broker is registered.
         self.planes.start_handlers()
         self._tasks.append(start_supervised("offsets-expiry", self._expire_offsets))
+        self._tasks.append(start_supervised("transaction-timers", self.coordinators.txn.run_timers))
         for name, interval, job in (
             (
                 "hw-checkpoint",
@@ -330,7 +338,7 @@ class BrokerServer:
         self.events.emit("shutdown_started", broker_epoch=self.identity.epoch)
         if self.config.controlled_shutdown_enable:
             await self.controlled_shutdown()
-        self.group_coordinator.shutdown()
+        await self.coordinators.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -426,65 +434,27 @@ class BrokerServer:
 
     # -- the group coordinator and producer ids
 
-    def _offsets_partition_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
-        if tp.topic == OFFSETS_TOPIC:
-            self.group_coordinator.on_election(tp.partition, leader_epoch)
+    def _coordinator_partition_elected(self, tp: TopicPartition, leader_epoch: int) -> None:
+        self.coordinators.elected(tp, leader_epoch)
 
-    def _offsets_partition_resigned(self, tp: TopicPartition, leader_epoch: int | None) -> None:
-        if tp.topic == OFFSETS_TOPIC:
-            self.group_coordinator.on_resignation(tp.partition, leader_epoch)
+    def _coordinator_partition_resigned(self, tp: TopicPartition, leader_epoch: int | None) -> None:
+        self.coordinators.resigned(tp, leader_epoch)
 
     def _loop(self) -> asyncio.AbstractEventLoop:
-        return self.group_coordinator.loop
-
-    async def _create_internal_topic(self, topic: str) -> None:
-        """Metadata asked for an internal topic: only ``__consumer_offsets`` is created, its own way."""
-        if topic == OFFSETS_TOPIC:
-            await self._create_offsets_topic()
-
-    async def _create_offsets_topic(self) -> None:
-        """``__consumer_offsets`` on first use, over the live brokers (its replication factor capped at
-        them, with a warning, so a small local cluster still gets one)."""
-        group = self.config.group
-        live = await cluster_reads.live_broker_ids(self.zk)
-        factor = min(group.offsets_topic_replication_factor, len(live))
-        if factor < group.offsets_topic_replication_factor:
-            log.warning(
-                "creating %s with replication factor %d: offsets.topic.replication.factor is %d but only "
-                "%d brokers are alive",
-                OFFSETS_TOPIC, factor, group.offsets_topic_replication_factor, len(live),
-            )  # fmt: skip
-        if factor < 1:
-            return
-        configs = {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(group.offsets_topic_segment_bytes),
-            "compression.type": "producer",
-        }
-        try:
-            await topic_writes.create_internal_topic(
-                self.zk, OFFSETS_TOPIC, self.group_coordinator.partition_count, factor, configs
-            )
-        except AdminError as exc:
-            log.info("%s not created: %s", OFFSETS_TOPIC, exc)
-            return
-        self.events.emit(
-            "offsets_topic_created",
-            topic=OFFSETS_TOPIC,
-            partitions=self.group_coordinator.partition_count,
-            replication_factor=factor,
-        )
+        return self.coordinators.loop
 
     async def _expire_offsets(self) -> None:
         while True:
             await asyncio.sleep(self.config.group.offsets_retention_check_interval_ms / 1000.0)
-            expired = self.group_coordinator.expire_offsets()
+            expired = self.coordinators.group.expire_offsets()
             if expired:
                 log.info("%d committed offsets expired", expired)
 
     def _init_producer_id(self, request: Request, body: dict[str, Any]) -> Any:
         if self.producer_ids is None:
             raise RuntimeError("InitProducerId before the broker started")
+        if body["transactional_id"] is not None:
+            return self.data_apis.transactions.init_producer_id(request, body)
         return self.producer_ids.handle(request, body)
 
     # -- controlled shutdown

@@ -6,12 +6,15 @@ and version without a hand-written error body per message.
 
 Most data-plane responses have no top-level error code: Kafka reports a refused Produce, Fetch,
 ListOffsets or OffsetForLeaderEpoch on every partition of the request, and a refused Metadata on every
-requested topic. Given the request body, :func:`error_response_body` does the same.
+requested topic; so it does for the transaction APIs without one (AddPartitionsToTxn, TxnOffsetCommit
+and WriteTxnMarkers per partition, DescribeTransactions per transactional id). Given the request body,
+:func:`error_response_body` does the same.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +34,8 @@ class _Mirror:
     """Where one API's request lists its topics and partitions, and where its response answers them.
 
     ``*_partitions`` is None when the response answers per topic (Metadata); ``request_index`` is None
-    when the request lists bare partition numbers (ElectLeaders).
+    when the request lists bare partition numbers (ElectLeaders, AddPartitionsToTxn, WriteTxnMarkers);
+    ``response_error`` names the code's field (AddPartitionsToTxn's is ``partition_error_code``).
     """
 
     request_topics: str
@@ -42,6 +46,7 @@ class _Mirror:
     response_name: str
     response_partitions: str | None
     response_index: str | None
+    response_error: str = "error_code"
 
 
 _MIRRORS: dict[int, _Mirror] = {
@@ -71,7 +76,26 @@ _MIRRORS: dict[int, _Mirror] = {
         "partition_result",
         "partition_id",
     ),
+    ApiKey.ADD_PARTITIONS_TO_TXN: _Mirror(
+        "topics",
+        "name",
+        "partitions",
+        None,
+        "results_by_topic",
+        "name",
+        "results_by_partition",
+        "partition_index",
+        "partition_error_code",
+    ),
+    ApiKey.TXN_OFFSET_COMMIT: _Mirror(
+        "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index"
+    ),
 }
+
+_MARKER_TOPICS = _Mirror(
+    "topics", "name", "partition_indexes", None, "topics", "name", "partitions", "partition_index"
+)
+"""Where each marker of a WriteTxnMarkers request lists its partitions, and its result answers them."""
 
 
 def _empty(con: Construct) -> Any:
@@ -129,7 +153,7 @@ def _mirrored_topics(
         else:  # Fetch v13+ names topics by id, in its request and its response alike
             topic["topic_id"] = requested["topic_id"]
         if mirror.request_partitions is None or mirror.response_partitions is None:
-            topic["error_code"] = error_code
+            topic[mirror.response_error] = error_code
         else:
             partition_con = _element(topic_con, mirror.response_partitions)
             for requested_partition in requested[mirror.request_partitions]:
@@ -139,12 +163,47 @@ def _mirrored_topics(
                     if mirror.request_index is None
                     else requested_partition[mirror.request_index]
                 )
-                partition["error_code"] = error_code
+                partition[mirror.response_error] = error_code
                 if "error_message" in partition:
                     partition["error_message"] = message
                 topic[mirror.response_partitions].append(partition)
         topics.append(topic)
     return topics
+
+
+def _answer_markers(
+    schema: KStruct, request: dict[str, Any], error_code: int, message: str | None
+) -> dict[str, Any]:
+    """WriteTxnMarkers: one result per marker, naming its producer, with every partition it lists."""
+    marker_con = _element(schema, "markers")
+    markers = []
+    for requested in request.get("markers") or ():
+        marker = _empty(marker_con)
+        marker["producer_id"] = requested["producer_id"]
+        marker["topics"] = _mirrored_topics(marker_con, _MARKER_TOPICS, requested, error_code, message)
+        markers.append(marker)
+    return {"markers": markers}
+
+
+def _answer_transactional_ids(
+    schema: KStruct, request: dict[str, Any], error_code: int, message: str | None
+) -> dict[str, Any]:
+    """DescribeTransactions: one state per requested transactional id, carrying the code."""
+    state_con = _element(schema, "transaction_states")
+    states = []
+    for transactional_id in request.get("transactional_ids") or ():
+        state = _empty(state_con)
+        state["transactional_id"] = transactional_id
+        state["error_code"] = error_code
+        states.append(state)
+    return {"transaction_states": states}
+
+
+_ANSWERS: dict[int, Callable[[KStruct, dict[str, Any], int, str | None], dict[str, Any]]] = {
+    ApiKey.WRITE_TXN_MARKERS: _answer_markers,
+    ApiKey.DESCRIBE_TRANSACTIONS: _answer_transactional_ids,
+}
+"""APIs whose error answers list what was asked in a shape no ``_Mirror`` describes."""
 
 
 def error_response_body(
@@ -161,9 +220,11 @@ def error_response_body(
     The code goes into the top-level ``error_code`` field where the version has one. With the decoded
     ``request`` body, Produce, Fetch, ListOffsets and OffsetForLeaderEpoch answers also list every
     requested partition with the code, ElectLeaders every requested partition, and Metadata every
-    requested topic, as Kafka's error responses do; without it those lists are empty. ``message``
-    goes wherever the version has an ``error_message`` beside the code. Other fields take Kafka's
-    declared defaults (-1 offsets and epochs, for example) or zeros.
+    requested topic, as Kafka's error responses do; so do AddPartitionsToTxn, TxnOffsetCommit and
+    WriteTxnMarkers (per marker) for every partition, and DescribeTransactions for every transactional
+    id. Without the request those lists are empty. ``message`` goes wherever the version has an
+    ``error_message`` beside the code. Other fields take Kafka's declared defaults (-1 offsets and
+    epochs, for example) or zeros.
 
     Raises ProtocolError for an API or version the codec does not implement in ``dialect``.
     """
@@ -176,6 +237,9 @@ def error_response_body(
     mirror = _MIRRORS.get(api_key)
     if request is not None and mirror is not None:
         body[mirror.response_topics] = _mirrored_topics(schema, mirror, request, error_code, message)
+    answer = _ANSWERS.get(api_key)
+    if request is not None and answer is not None:
+        body.update(answer(schema, request, error_code, message))
     return body
 
 

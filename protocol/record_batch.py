@@ -3,8 +3,9 @@
 Sans-IO, like the rest of ``protocol/``. A broker never needs to decode records to store or serve
 them: it checks each batch's framing and CRC, assigns ``base_offset`` and ``partition_leader_epoch``
 (both outside the CRC, so rewriting them leaves it valid), and hands the bytes on. Decoding records
-(:func:`decode_records`) and building batches (:func:`build_batch`) exist for tests and tools; they
-handle uncompressed batches only.
+(:func:`decode_records`) and building batches (:func:`build_batch`) exist for tests, tools and the
+batches a broker writes itself (transaction markers, ``protocol.control_records``); they handle
+uncompressed batches only.
 
 Layout (all big-endian; the CRC is CRC-32C over everything from ``attributes`` to the end)::
 
@@ -363,12 +364,14 @@ def build_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     transactional: bool = False,
+    control: bool = False,
 ) -> bytes:
     """One uncompressed v2 batch of ``(key, value)`` or ``(key, value, headers)`` records, CRC included.
 
     Record ``i`` gets offset delta ``i`` and timestamp ``timestamps[i]`` (0 when not given); the batch's
     base timestamp is the first record's and its max timestamp the largest, as Kafka's producer writes
-    them. The defaults (-1 epoch, no producer id) are those of a non-idempotent producer.
+    them. The defaults (-1 epoch, no producer id) are those of a non-idempotent producer. ``control``
+    sets the control-batch attribute bit (a transaction marker: see ``protocol.control_records``).
     """
     if timestamps is None:
         timestamps = [0] * len(records)
@@ -400,7 +403,7 @@ def build_batch(
         partition_leader_epoch,
         MAGIC,
         0,
-        _TRANSACTIONAL_MASK if transactional else 0,
+        (_TRANSACTIONAL_MASK if transactional else 0) | (_CONTROL_MASK if control else 0),
         max(len(records) - 1, 0),
         base_timestamp,
         max(timestamps, default=0),

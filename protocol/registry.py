@@ -16,6 +16,8 @@ from protocol.headers import (
 )
 from protocol.message_codec import MessageCodec
 from protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     allocate_producer_ids,
     alter_configs,
     alter_partition,
@@ -33,7 +35,9 @@ from protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -45,6 +49,7 @@ from protocol.messages import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_fetch,
@@ -54,7 +59,9 @@ from protocol.messages import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 
 APIS: dict[int, ApiSpec] = {
@@ -99,6 +106,13 @@ APIS: dict[int, ApiSpec] = {
         create_acls.SPEC,
         delete_acls.SPEC,
         allocate_producer_ids.SPEC,
+        add_partitions_to_txn.SPEC,
+        add_offsets_to_txn.SPEC,
+        end_txn.SPEC,
+        write_txn_markers.SPEC,
+        txn_offset_commit.SPEC,
+        describe_transactions.SPEC,
+        list_transactions.SPEC,
     )
 }
 

@@ -14,6 +14,7 @@ from broker.config_keys.listeners import LISTENER_KEYS, NETWORK_KEYS
 from broker.config_keys.logs import LOG_DIRS, LOG_KEYS, PRODUCER_ID_EXPIRATION_MS
 from broker.config_keys.replication import HW_CHECKPOINT_INTERVAL_MS, NUM_REPLICA_FETCHERS, REPLICATION_KEYS
 from broker.config_keys.topics import TOPIC_KEYS
+from broker.config_keys.transactions import TRANSACTION_KEYS
 from daemon.config import (
     METRICS_PORT,
     RESERVED_BROKER_MAX_ID,
@@ -50,6 +51,8 @@ KEYS: tuple[ConfigKey, ...] = (
     *TOPIC_KEYS,
     # -- consumer groups (the coordinator of the groups whose __consumer_offsets partition is led here)
     *GROUP_KEYS,
+    # -- transactions (the coordinator of the ids whose __transaction_state partition is led here)
+    *TRANSACTION_KEYS,
     PRODUCER_ID_EXPIRATION_MS,
     NUM_REPLICA_FETCHERS,
 )

@@ -1,24 +1,20 @@
-"""The group APIs on the wire: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and DeleteGroups.
+"""The group APIs on the wire: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+TxnOffsetCommit, OffsetFetch, ListGroups, DescribeGroups and DeleteGroups.
 
 Handlers run on the data-plane threads; each decodes its version's fields, hands the decision to the
 coordinator on the event loop and answers with a future, so a JoinGroup parked for a rebalance
-holds no thread. FindCoordinator creates ``__consumer_offsets`` the first time a group asks for it
-(answering COORDINATOR_NOT_AVAILABLE meanwhile, which clients retry), as Kafka does.
+holds no thread. (FindCoordinator is ``broker/find_coordinator.py``'s, for groups and transactions.)
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from broker.group.config import OFFSETS_TOPIC
 from broker.group.coordinator import GroupCoordinator
 from broker.group.messages import JoinRequest, JoinResult
 from broker.group.metadata_manager import OffsetFetchResult, now_ms
-from broker.metadata_cache import MetadataCache
 from broker.on_loop import answer_on_loop
 from broker.request_channel import Request
 from protocol import ErrorCode
@@ -28,10 +24,6 @@ from zkstore.znodes import TopicPartition
 T = TypeVar("T")
 Body = dict[str, Any]
 
-KEY_TYPE_GROUP = 0
-KEY_TYPE_TRANSACTION = 1
-TRANSACTIONS_UNSUPPORTED = "transactions are not supported by this cluster (idempotent producers are)"
-
 
 def client_host(request: Request) -> str:
     """Kafka records the client's address as Java's ``InetAddress.toString``: ``/1.2.3.4``."""
@@ -40,80 +32,11 @@ def client_host(request: Request) -> str:
 
 
 class GroupApis:
-    def __init__(
-        self,
-        coordinator: GroupCoordinator,
-        cache: MetadataCache,
-        create_offsets_topic: Callable[[], Coroutine[Any, Any, None]],
-    ) -> None:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
-        self.cache = cache
-        self.create_offsets_topic = create_offsets_topic
-        self._creating: Future[None] | None = None
 
     def _run(self, coro: Coroutine[Any, Any, T], answer: Callable[[T], Body]) -> Future[Body]:
         return answer_on_loop(self.coordinator.loop, coro, answer, "a group request")
-
-    # ------------------------------------------------------------------ FindCoordinator
-
-    def find_coordinator(self, request: Request, body: Body) -> Body:
-        version = request.header.api_version
-        key_type = body.get("key_type", KEY_TYPE_GROUP)
-        keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
-        found = [self._coordinator_for(request, key, key_type) for key in keys]
-        if version >= 4:
-            return {"throttle_time_ms": 0, "coordinators": found}
-        only = found[0]
-        return {
-            "throttle_time_ms": 0,
-            "error_code": only["error_code"],
-            "error_message": only["error_message"],
-            "node_id": only["node_id"],
-            "host": only["host"],
-            "port": only["port"],
-        }
-
-    def _coordinator_for(self, request: Request, key: str, key_type: int) -> Body:
-        answer: Body = {"key": key, "node_id": -1, "host": "", "port": -1, "error_message": None}
-        if key_type == KEY_TYPE_TRANSACTION:
-            return {
-                **answer,
-                # the one error every client takes as fatal at once for a transactional id (any
-                # other is retried until the client's timeout); the message says why
-                "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                "error_message": TRANSACTIONS_UNSUPPORTED,
-            }
-        if key_type != KEY_TYPE_GROUP:
-            return {
-                **answer,
-                "error_code": ErrorCode.INVALID_REQUEST,
-                "error_message": f"key type {key_type}",
-            }
-        if not key:
-            return {**answer, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "empty group id"}
-        snapshot = self.cache.snapshot
-        partitions = snapshot.topics.get(OFFSETS_TOPIC)
-        if partitions is None:
-            self._create_offsets_topic()
-            return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-        state = partitions.get(self.coordinator.partition_of(key))
-        broker = snapshot.brokers.get(state.leader) if state is not None else None
-        endpoint = broker.endpoints.get(request.listener) if broker is not None else None
-        if state is None or endpoint is None:
-            return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-        return {
-            **answer,
-            "error_code": ErrorCode.NONE,
-            "node_id": state.leader,
-            "host": endpoint[0],
-            "port": endpoint[1],
-        }
-
-    def _create_offsets_topic(self) -> None:
-        """One creation in flight at a time; its outcome shows in the next FindCoordinator's answer."""
-        if self._creating is not None and not self._creating.done():
-            return
-        self._creating = asyncio.run_coroutine_threadsafe(self.create_offsets_topic(), self.coordinator.loop)
 
     # ------------------------------------------------------------------ membership
 
@@ -190,45 +113,26 @@ class GroupApis:
     # ------------------------------------------------------------------ offsets
 
     def offset_commit(self, request: Request, body: Body) -> Future[Body]:
-        now = now_ms()
-        retention = body.get("retention_time_ms", -1)
-        offsets: dict[TopicPartition, OffsetCommitRecord] = {}
-        for topic in body["topics"]:
-            for p in topic["partitions"]:
-                offsets[TopicPartition(topic["name"], p["partition_index"])] = OffsetCommitRecord(
-                    offset=p["committed_offset"],
-                    metadata=p["committed_metadata"] or "",
-                    commit_timestamp=now,
-                    leader_epoch=p.get("committed_leader_epoch", -1),
-                    expire_timestamp=now + retention if retention is not None and retention >= 0 else -1,
-                )
         coro = self.coordinator.commit_offsets(
             body["group_id"],
             body["generation_id_or_member_epoch"],
             body["member_id"],
             body.get("group_instance_id"),
-            offsets,
+            _commit_records(body, body.get("retention_time_ms", -1)),
         )
+        return self._run(coro, lambda errors: _commit_answer(body, errors))
 
-        def answer(errors: dict[TopicPartition, ErrorCode]) -> Body:
-            return {
-                "throttle_time_ms": 0,
-                "topics": [
-                    {
-                        "name": topic["name"],
-                        "partitions": [
-                            {
-                                "partition_index": p["partition_index"],
-                                "error_code": errors[TopicPartition(topic["name"], p["partition_index"])],
-                            }
-                            for p in topic["partitions"]
-                        ],
-                    }
-                    for topic in body["topics"]
-                ],
-            }
-
-        return self._run(coro, answer)
+    def txn_offset_commit(self, request: Request, body: Body) -> Future[Body]:
+        """TxnOffsetCommit: offsets committed with the producer's transaction (visible at its commit)."""
+        coro = self.coordinator.transactional.commit(
+            body["group_id"],
+            (body["producer_id"], body["producer_epoch"]),
+            body.get("generation_id", -1),
+            body.get("member_id", ""),
+            body.get("group_instance_id"),
+            _commit_records(body, -1),
+        )
+        return self._run(coro, lambda errors: _commit_answer(body, errors))
 
     def offset_fetch(self, request: Request, body: Body) -> Future[Body]:
         version = request.header.api_version
@@ -325,4 +229,39 @@ def _join_response(result: JoinResult, version: int) -> Body:
         "skip_assignment": False,
         "member_id": result.member_id,
         "members": [{"member_id": m, "group_instance_id": i, "metadata": md} for m, i, md in result.members],
+    }
+
+
+def _commit_records(body: Body, retention_ms: int | None) -> dict[TopicPartition, OffsetCommitRecord]:
+    """An OffsetCommit's or TxnOffsetCommit's offsets, stamped now (with an expiry if ``retention_ms``)."""
+    now = now_ms()
+    return {
+        TopicPartition(topic["name"], p["partition_index"]): OffsetCommitRecord(
+            offset=p["committed_offset"],
+            metadata=p["committed_metadata"] or "",
+            commit_timestamp=now,
+            leader_epoch=p.get("committed_leader_epoch", -1),
+            expire_timestamp=now + retention_ms if retention_ms is not None and retention_ms >= 0 else -1,
+        )
+        for topic in body["topics"]
+        for p in topic["partitions"]
+    }
+
+
+def _commit_answer(body: Body, errors: dict[TopicPartition, ErrorCode]) -> Body:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": topic["name"],
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": errors[TopicPartition(topic["name"], p["partition_index"])],
+                    }
+                    for p in topic["partitions"]
+                ],
+            }
+            for topic in body["topics"]
+        ],
     }

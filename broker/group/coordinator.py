@@ -34,6 +34,7 @@ from broker.group.metadata_manager import (
 from broker.group.rebalance import Rebalancer
 from broker.group.state import Group, GroupState, Member
 from broker.group.timers import GroupScheduler
+from broker.group.txn_offsets import TransactionalOffsets
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
 from protocol.consumer_offsets import OffsetCommitRecord
@@ -69,6 +70,8 @@ class GroupCoordinator:
         """The manager as the protocol sees it: the one interface its decisions use."""
         self.rebalance = Rebalancer(config, self.store, self.scheduler, events, lambda: self.on_rebalance())
         self.admin = GroupAdmin(self.manager)
+        self.transactional = TransactionalOffsets(self.manager)
+        """TxnOffsetCommit's offsets, and their end when the transaction's marker arrives."""
         self.on_rebalance: Callable[[], None] = lambda: None
         """Called when a join phase completes (metrics)."""
 
@@ -112,6 +115,10 @@ class GroupCoordinator:
     def on_resignation(self, partition: int, epoch: int | None) -> None:
         """No longer the leader (any thread): forget the partition's groups."""
         self.manager.on_resignation(partition, epoch)
+
+    def on_transaction_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction's marker is written in ``__consumer_offsets-partition`` (any thread)."""
+        self.loop.call_soon_threadsafe(self.transactional.complete, partition, producer_id, commit)
 
     async def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None, *, require_stable: bool = False

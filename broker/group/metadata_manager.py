@@ -44,8 +44,11 @@ Records = list[tuple[bytes, bytes | None]]
 class OffsetsLog(Protocol):
     """The manager's access to the ``__consumer_offsets`` partitions this broker hosts."""
 
-    async def append(self, partition: int, records: Records, *, replicated: bool) -> ErrorCode:
-        """Append as leader; with ``replicated``, wait until the ISR has the records (or time out)."""
+    async def append(
+        self, partition: int, records: Records, *, replicated: bool, producer: tuple[int, int] | None = None
+    ) -> ErrorCode:
+        """Append as leader; with ``replicated``, wait until the ISR has the records (or time out); with
+        ``producer`` (id, epoch), in a transactional batch of that producer (TxnOffsetCommit)."""
         ...
 
     async def load(self, partition: int) -> LoadedPartition:
@@ -94,7 +97,7 @@ _GROUP_WRITE_ERRORS = {
     ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
 }
-_COMMIT_WRITE_ERRORS = {
+COMMIT_WRITE_ERRORS = {
     **_GROUP_WRITE_ERRORS,
     ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REQUEST_TIMED_OUT,
     ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
@@ -187,6 +190,7 @@ class GroupMetadataManager:
         for group_id in loaded.group_ids():
             group = Group.loaded(group_id, loaded.groups.get(group_id))
             group.offsets = dict(loaded.offsets.get(group_id, {}))
+            group.pending_txn_offsets = loaded.pending_offsets(group_id)
             self.groups[group_id] = group
             self._on_group_loaded(group)
         self.events.emit(
@@ -268,7 +272,7 @@ class GroupMetadataManager:
         finally:
             group.pending_commits.subtract(writing.keys())
             group.pending_commits = +group.pending_commits
-        error = _COMMIT_WRITE_ERRORS.get(appended, appended)
+        error = COMMIT_WRITE_ERRORS.get(appended, appended)
         if not error and self.is_current(group) and not group.is_in(GroupState.DEAD):
             group.offsets.update(writing)
         results.update(dict.fromkeys(writing, error))
@@ -289,7 +293,7 @@ class GroupMetadataManager:
         wanted = list(group.offsets) if partitions is None else partitions
         out: dict[TopicPartition, OffsetFetchResult] = {}
         for tp in wanted:
-            if require_stable and group.pending_commits.get(tp):
+            if require_stable and group.has_pending_commit(tp):
                 out[tp] = OffsetFetchResult(-1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
                 continue
             committed = group.offsets.get(tp)
@@ -352,7 +356,7 @@ def _expired(
 ) -> bool:
     """Kafka's KIP-211 rules, without the subscribed-topics case of Stable consumer groups (those
     offsets never expire here while the group is active)."""
-    if group.pending_commits.get(tp):
+    if group.has_pending_commit(tp):
         return False
     if offset.expire_timestamp >= 0:
         return now >= offset.expire_timestamp

@@ -116,6 +116,13 @@ class Group:
     offsets: dict[TopicPartition, OffsetCommitRecord] = field(default_factory=dict)
     pending_commits: Counter[TopicPartition] = field(default_factory=Counter)
     """Commits appended to the log and not committed yet, per partition."""
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetCommitRecord]] = field(default_factory=dict)
+    """Producer id -> offsets its open transaction committed (TxnOffsetCommit): visible only once the
+    transaction's COMMIT marker reaches this group's partition, dropped on ABORT."""
+
+    def has_pending_commit(self, tp: TopicPartition) -> bool:
+        """A commit of ``tp`` is being written or waits for its transaction (UNSTABLE_OFFSET_COMMIT)."""
+        return bool(self.pending_commits.get(tp)) or any(tp in o for o in self.pending_txn_offsets.values())
 
     # -- state
 

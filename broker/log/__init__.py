@@ -1,5 +1,5 @@
-"""Partition logs on disk in Kafka's formats: segments, offset and time indexes, leader epoch cache,
-idempotent producers' state and its snapshots."""
+"""Partition logs on disk in Kafka's formats: segments, offset, time and aborted-transaction indexes,
+leader epoch cache, idempotent and transactional producers' state and its snapshots."""
 
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
@@ -19,6 +19,8 @@ from broker.log.producer_state import (
     OutOfOrderSequence,
     ProducerStateEntry,
 )
+from broker.log.segment import end_offset
+from broker.log.transactions import InvalidTxnState, TransactionCoordinatorFenced
 from protocol.record_batch import CorruptRecordBatch
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "CorruptSnapshot",
     "InvalidProducerEpoch",
     "InvalidRecord",
+    "InvalidTxnState",
     "LeaderEpochCache",
     "Log",
     "LogClosed",
@@ -36,5 +39,7 @@ __all__ = [
     "OutOfOrderSequence",
     "ProducerStateEntry",
     "RecordTooLarge",
+    "TransactionCoordinatorFenced",
     "UnexpectedAppendOffset",
+    "end_offset",
 ]

@@ -41,7 +41,7 @@ def _increasing(values: array[int]) -> bool:
     return all(a < b for a, b in pairwise(values))
 
 
-class _IndexFile:
+class IndexFile:
     """The file under an index: entries appended in one write, truncated, or rewritten whole."""
 
     def __init__(self, path: Path, entry_size: int) -> None:
@@ -80,7 +80,7 @@ class OffsetIndex:
     """``.index``: an entry (last offset of a batch, its position) every ``index.interval.bytes``."""
 
     def __init__(self, path: Path, base_offset: int) -> None:
-        self.file = _IndexFile(path, OFFSET_ENTRY.size)
+        self.file = IndexFile(path, OFFSET_ENTRY.size)
         self.base_offset = base_offset
         self._offsets = array("i")
         self._positions = array("i")
@@ -152,7 +152,7 @@ class TimeIndex:
     """``.timeindex``: an entry when the segment's largest timestamp has grown since the last one."""
 
     def __init__(self, path: Path, base_offset: int) -> None:
-        self.file = _IndexFile(path, TIME_ENTRY.size)
+        self.file = IndexFile(path, TIME_ENTRY.size)
         self.base_offset = base_offset
         self._timestamps = array("q")
         self._offsets = array("i")

@@ -9,6 +9,9 @@ thrown away and done again under the lock.
 Producer state (``broker.log.producer_manager``) lives beside the batches: a leader's append checks
 idempotent producers' sequences and answers a retried batch with its original offsets; snapshots at
 each roll and on close, and a replay of the batch headers after the latest one, restore it on open.
+It also follows transactions: markers (:meth:`Log.append_marker` on a leader, replicated batches on
+a follower) end them, aborts are indexed per segment (``.txnindex``) for read_committed fetches
+(:meth:`Log.aborted_transactions`), and open ones bound :meth:`Log.last_stable_offset`.
 """
 
 from __future__ import annotations
@@ -29,10 +32,13 @@ from broker.log.epoch_cache import CHECKPOINT_FILE, LeaderEpochCache
 from broker.log.outcomes import AppendInfo, InvalidRecord, LogClosed, OffsetOutOfRange, UnexpectedAppendOffset
 from broker.log.producer_manager import ProducerStateManager
 from broker.log.producer_state import ProducerStateEntry
-from broker.log.recovery import load_segments
+from broker.log.recovery import load_segments, report
 from broker.log.segment import MAX_RELATIVE_OFFSET, BatchInfo, Segment, wall_clock_ms
+from broker.log.transactions import TxnMarker
+from broker.log.txn_index import collect_aborted
 from broker.log.validation import Batches, checked_batches, leader_batches
-from protocol.record_batch import restamp_in_place
+from protocol.control_records import control_batch
+from protocol.record_batch import parse_header, restamp_in_place
 
 __all__ = ["Log"]
 
@@ -109,27 +115,7 @@ class Log:
             config.producer_id_expiration_ms,
             clean=recovery_point >= log_end and loaded.truncation is None,
         )
-        for path, reason in loaded.rebuilt_indexes:
-            log.warning("%s: rebuilt the indexes of %s: %s", opened.topic_partition, path.name, reason)
-            if emit is not None:
-                emit(
-                    "log_index_rebuilt", topic_partition=opened.topic_partition, path=str(path), reason=reason
-                )
-        if loaded.truncation is not None:
-            cut = loaded.truncation
-            log.warning(
-                "%s: recovery truncated %s at byte %d (%s); later segments deleted; log end offset now %d",
-                opened.topic_partition, cut.path.name, cut.position, cut.reason, log_end,
-            )  # fmt: skip
-            if emit is not None:
-                emit(
-                    "log_recovery_truncated",
-                    topic_partition=opened.topic_partition,
-                    path=str(cut.path),
-                    position=cut.position,
-                    reason=cut.reason,
-                    log_end_offset=log_end,
-                )
+        report(loaded, opened.topic_partition, log_end, emit)
         return opened
 
     # -- state
@@ -172,15 +158,22 @@ class Log:
     # -- appending
 
     def append_as_leader(
-        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, now_ms: int | None = None
+        self,
+        records: bytes | bytearray | memoryview,
+        leader_epoch: int,
+        *,
+        now_ms: int | None = None,
+        coordinator: bool = False,
     ) -> AppendInfo:
         """Validate every batch, give them the next offsets and ``leader_epoch``, append them all or none.
 
         CorruptRecordBatch (InvalidRecord included) or RecordTooLarge, and nothing appended, if any
         batch is bad; InvalidProducerEpoch or OutOfOrderSequence if an idempotent producer's batch
-        breaks its epoch or sequence. A retry of a batch still remembered appends nothing and answers
-        with the stored batch (``AppendInfo.duplicate``). ``last_offset_delta`` stays as the producer
-        set it.
+        breaks its epoch or sequence, InvalidTxnState for a plain batch inside its open transaction. A
+        retry of a batch still remembered appends nothing and answers with the stored batch
+        (``AppendInfo.duplicate``). ``last_offset_delta`` stays as the producer set it. The
+        ``coordinator``'s own batches have only their producer epoch checked (Kafka's COORDINATOR
+        origin).
         """
         view, batches = leader_batches(records, self.config.max_batch_bytes)
         data = bytearray(view)
@@ -189,7 +182,9 @@ class Log:
             first = self._log_end_offset
             bases = list(accumulate((h.last_offset_delta + 1 for h, _, _ in batches[:-1]), initial=first))
             headers = (h for h, _, _ in batches)
-            check = self._producers.table.check_leader_append(zip(headers, bases, strict=True))
+            check = self._producers.table.check_leader_append(
+                zip(headers, bases, strict=True), coordinator=coordinator
+            )
             if check.duplicate is not None:
                 return AppendInfo.of_duplicate(check.duplicate)
             infos: list[BatchInfo] = []
@@ -220,8 +215,42 @@ class Log:
             for header, _, _ in batches:
                 self._epochs.assign(header.partition_leader_epoch, header.base_offset)
             info = self._append(view, infos, batches, batches[0][0].base_offset, None)
-            for header, _, _ in batches:
-                self._producers.table.apply_replicated(header)
+            active = self._segments[-1]
+            for header, position, size in batches:
+                self._producers.replicated(header, view[position : position + size], active)
+            return info
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        leader_epoch: int,
+        *,
+        now_ms: int | None = None,
+    ) -> AppendInfo:
+        """Append, as leader, the marker that commits or aborts ``producer_id``'s transaction (for the
+        transaction coordinator's WriteTxnMarkers); an abort is indexed. InvalidProducerEpoch for an
+        older producer epoch, TransactionCoordinatorFenced for an older coordinator epoch, and nothing
+        appended; a marker for no open transaction is appended and ends nothing."""
+        now = wall_clock_ms() if now_ms is None else now_ms
+        data = bytearray(control_batch(producer_id, producer_epoch, coordinator_epoch, commit, now))
+        header = parse_header(data)  # its offset and leader epoch are stamped under the lock
+        marker = TxnMarker(commit, coordinator_epoch)
+        with self._lock:
+            self._require_open()
+            offset = self._log_end_offset
+            entry, txn = self._producers.table.check_marker(
+                producer_id, producer_epoch, marker, offset, header.max_timestamp
+            )
+            restamp_in_place(data, 0, offset, leader_epoch)
+            self._epochs.assign(leader_epoch, offset)
+            info = self._append(
+                data, [(offset, header.max_timestamp, len(data))], [(header, 0, len(data))], offset, now
+            )
+            self._producers.table.apply({producer_id: entry})
+            self._producers.complete(txn, self._segments[-1])
             return info
 
     def _append(
@@ -321,6 +350,31 @@ class Log:
             if data is not None:
                 return data
         return b""
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """How far read_committed consumers may read: ``high_watermark``, or before it the first offset
+        of a transaction still open or whose marker the high watermark has not passed (Kafka's rule,
+        never below the log start). Ended transactions it passed are forgotten on the way, under the
+        writer's lock (held briefly: no I/O)."""
+        with self._lock:
+            first = self._producers.table.transactions.first_unstable_offset(high_watermark)
+            log_start = self._log_start_offset
+        return high_watermark if first is None else min(max(first, log_start), high_watermark)
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """The partition's high watermark moved (a follower's): ended transactions whose markers it
+        passed stop holding the last stable offset back (Kafka's onHighWatermarkUpdated)."""
+        self.last_stable_offset(high_watermark)
+
+    def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of each aborted transaction overlapping [``start_offset``,
+        ``upper_bound``), for a read_committed fetch: Kafka's search of the aborted indexes from the
+        segment holding ``start_offset`` on, until an entry's last stable offset reaches the bound.
+        Lock-free: indexes are replaced whole, and a segment deleted meanwhile still answers."""
+        segments = self._segments
+        i = max(bisect_right(segments, start_offset, key=lambda s: s.base_offset) - 1, 0)
+        found = collect_aborted((s.txn_index for s in segments[i:]), start_offset, upper_bound)
+        return [(txn.producer_id, txn.first_offset) for txn in found]
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record stamped >= ``timestamp`` (ListOffsets), or None.
@@ -429,7 +483,7 @@ class Log:
 
     @property
     def producer_count(self) -> int:
-        """Idempotent producers with state in this partition."""
+        """Idempotent and transactional producers with state in this partition."""
         return len(self._producers.table)
 
     def producer_entry(self, producer_id: int) -> ProducerStateEntry | None:

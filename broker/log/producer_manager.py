@@ -4,6 +4,9 @@ The snapshot at offset N holds the state of the log before N. Every roll and clo
 only a roll or a clean shutdown flushes; so a cleanly closed log without one was written before
 producer state existed (or holds nothing) and is not read at all, as in Kafka. Otherwise the state is
 the latest readable snapshot's, brought to the log end by replaying the batch headers after it.
+
+Transactions ended by an ABORT marker go to the aborted index of the segment holding the marker, as
+the marker is appended or replayed: a replay first drops the entries it is about to write again.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from pathlib import Path
 from broker.log.producer_snapshots import ProducerSnapshots
 from broker.log.producer_state import ProducerStateTable
 from broker.log.segment import InvalidBytes, Segment, wall_clock_ms
+from broker.log.transactions import CompletedTxn, marker_of
+from broker.log.txn_index import AbortedTxn
+from protocol.record_batch import RecordBatchHeader
 
 __all__ = ["ProducerStateManager"]
 
@@ -63,6 +69,27 @@ class ProducerStateManager:
         """Drop the snapshots no longer inside the log (retention moved its start)."""
         self._snapshots.delete_outside(log_start, log_end)
 
+    def replicated(
+        self, header: RecordBatchHeader, batch: bytes | bytearray | memoryview | None, segment: Segment
+    ) -> None:
+        """A batch the log holds in ``segment`` at its own offsets (a follower's append, or a replay):
+        applied unchecked. ``batch`` (the whole batch) is needed only for a producer's control batch."""
+        marker = None
+        if batch is not None and header.is_control and header.producer_id >= 0:
+            marker = marker_of(header, batch)
+        self.complete(self.table.apply_replicated(header, marker), segment)
+
+    def complete(self, txn: CompletedTxn | None, segment: Segment) -> None:
+        """A marker in ``segment`` ended ``txn`` (if any): an abort is indexed with the last stable
+        offset it leaves (Kafka's), then the transaction stops counting as open."""
+        if txn is None:
+            return
+        tracker = self.table.transactions
+        if txn.aborted:
+            stable = tracker.last_stable_offset_after(txn)
+            segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, stable))
+        tracker.complete(txn)
+
     def snapshot(self, offset: int, log_start: int, *, sync: bool = False) -> None:
         """Snapshot the state, which must be that of the log before ``offset``, unless it has not
         advanced: a snapshot at or after ``offset`` exists, or ``offset`` is the log start. Only the
@@ -81,17 +108,20 @@ class ProducerStateManager:
         self.snapshot(log_end, log_start)
 
     def _replay(self, segments: Sequence[Segment], start: int, log_start: int) -> None:
-        """Apply every batch from ``start`` to the log end, unchecked, reading headers only. On the way,
-        snapshot at the bases of the last two segments, so a later truncation replays little (Kafka)."""
+        """Apply every batch from ``start`` to the log end, unchecked, reading headers (and markers)
+        only, and index the aborts met again (synced at once: a sealed segment is not flushed again).
+        On the way, snapshot at the bases of the last two segments, so a later truncation replays
+        little (Kafka)."""
         snapshot_bases = {segment.base_offset for segment in segments[-2:]}
         for segment in segments:
             if segment.next_offset <= start:
                 continue
             if segment.base_offset in snapshot_bases:
                 self.snapshot(segment.base_offset, log_start)
+            segment.txn_index.truncate_to(start)
             try:
-                for header in segment.batch_headers(max(start, segment.base_offset)):
-                    self.table.apply_replicated(header)
+                for header, batch in segment.producer_batches(max(start, segment.base_offset)):
+                    self.replicated(header, batch, segment)
             except InvalidBytes as exc:  # a segment trusted at open is not checked: fetches fail there too
                 log.warning(
                     "%s: producer state skips the rest of %s: %s",
@@ -99,3 +129,4 @@ class ProducerStateManager:
                     segment.path.name,
                     exc,
                 )
+            segment.txn_index.flush()

@@ -4,13 +4,17 @@ For every producer id the log remembers its epoch and its last few batches (sequ
 max timestamp). A leader checks each client batch against it (Kafka's ``ProducerAppendInfo``): a
 batch already stored is a duplicate, answered with the original offsets and not stored again; a
 stale epoch or a sequence gap is refused. Followers and log recovery apply batches as they come,
-without checks. Snapshots (``<offset>.snapshot``, Kafka's byte format) keep the state across
-restarts so that only the log after the latest one has to be read again.
+without checks (a broken rule is only logged). Snapshots (``<offset>.snapshot``, Kafka's byte
+format) keep the state across restarts so that only the log after the latest one has to be read again.
+
+Transactions (``broker.log.transactions``): a producer's transactional batch opens its transaction
+(``current_txn_first_offset``), a marker ends it; on a leader a plain batch inside an open
+transaction is InvalidTxnState, and a marker from an older producer epoch or coordinator epoch is
+refused. The table keeps the open transactions beside the entries, for the last stable offset.
 
 Pure and single-threaded: no locks or files here; :class:`broker.log.Log` calls it under its lock
 and owns the snapshot files. Entries are immutable and replaced whole, so a reader on another
-thread sees one consistent entry. Transactions are not supported: control batches are ignored and
-the transaction fields of a snapshot are carried through unread.
+thread sees one consistent entry.
 """
 
 from __future__ import annotations
@@ -18,11 +22,18 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import crc32c
 
 from broker.log.segment import file_name
+from broker.log.transactions import (
+    CompletedTxn,
+    InvalidTxnState,
+    TransactionCoordinatorFenced,
+    TransactionTracker,
+    TxnMarker,
+)
 from protocol.record_batch import RecordBatchHeader
 
 log = logging.getLogger("broker.log")
@@ -144,8 +155,9 @@ class ProducerStateEntry:
     """The max timestamp of its last batch: expiration counts from it."""
     batches: tuple[BatchMetadata, ...] = ()
     coordinator_epoch: int = -1
+    """Of the transaction coordinator that wrote the producer's last marker."""
     current_txn_first_offset: int = -1
-    """Transaction fields, only carried from a snapshot to the next one."""
+    """Where the producer's open transaction starts (-1: none is open)."""
 
     @property
     def last_seq(self) -> int:
@@ -162,6 +174,37 @@ class ProducerStateEntry:
             self.coordinator_epoch,
             self.current_txn_first_offset,
         )
+
+    def with_transactional_data(self, transactional: bool, offset: int) -> ProducerStateEntry:
+        """This entry after a data batch at ``offset``: a transactional one opens a transaction if
+        none is open. InvalidTxnState for a plain batch inside an open one (the caller decides
+        whether that refuses the batch)."""
+        if self.current_txn_first_offset >= 0 and not transactional:
+            raise InvalidTxnState(self.producer_id, offset)
+        if self.current_txn_first_offset < 0 and transactional:
+            return replace(self, current_txn_first_offset=offset)
+        return self
+
+    def with_marker(
+        self, epoch: int, marker: TxnMarker, offset: int, timestamp: int
+    ) -> tuple[ProducerStateEntry, CompletedTxn | None]:
+        """This entry after a marker at ``offset``, and the transaction it ended (none if none was
+        open). A newer epoch (the coordinator bumps it to fence a producer) forgets the batches."""
+        completed = None
+        if self.current_txn_first_offset >= 0:
+            completed = CompletedTxn(
+                self.producer_id, self.current_txn_first_offset, offset, not marker.commit
+            )
+        newer = epoch > self.epoch
+        entry = ProducerStateEntry(
+            self.producer_id,
+            epoch if newer else self.epoch,
+            timestamp,
+            () if newer else self.batches,
+            marker.coordinator_epoch,
+            -1,
+        )
+        return entry, completed
 
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
         """The stored batch this one retries: same epoch, same first and last sequence."""
@@ -211,10 +254,18 @@ class LeaderAppendCheck:
 class ProducerStateTable:
     """Every producer's entry in one partition. Not thread-safe by itself: see the module docstring."""
 
-    __slots__ = ("_producers",)
+    __slots__ = ("_producers", "transactions")
 
     def __init__(self, entries: Iterable[ProducerStateEntry] = ()) -> None:
         self._producers = {entry.producer_id: entry for entry in entries}
+        self.transactions = TransactionTracker(
+            {
+                pid: e.current_txn_first_offset
+                for pid, e in self._producers.items()
+                if e.current_txn_first_offset >= 0
+            }
+        )
+        """The open transactions, kept in step with the entries."""
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -226,12 +277,17 @@ class ProducerStateTable:
         """Every entry, by producer id."""
         return [self._producers[pid] for pid in sorted(self._producers)]
 
-    def check_leader_append(self, batches: Iterable[tuple[RecordBatchHeader, int]]) -> LeaderAppendCheck:
+    def check_leader_append(
+        self, batches: Iterable[tuple[RecordBatchHeader, int]], *, coordinator: bool = False
+    ) -> LeaderAppendCheck:
         """Check a leader's batches, each with the base offset it is about to get, in order.
 
         Each batch is compared with the stored batches first: the first retry found makes the whole
         append a duplicate (a produce request holds one batch per partition). Otherwise it must pass
-        :func:`check_client_batch`, else its exception is raised and nothing is to be appended.
+        :func:`check_client_batch`, and not be a plain batch inside the producer's open transaction
+        (InvalidTxnState), else the exception is raised and nothing is to be appended. A
+        ``coordinator``'s own batches (a TxnOffsetCommit's, written for the producer) have only their
+        epoch checked, as in Kafka: they carry no sequence of the producer's.
         """
         updates: dict[int, ProducerStateEntry] = {}
         for header, base_offset in batches:
@@ -240,40 +296,81 @@ class ProducerStateTable:
             pid, epoch, first_seq = header.producer_id, header.producer_epoch, header.base_sequence
             last_seq = last_sequence(header)
             stored = self._producers.get(pid)
-            if stored is not None:
+            if stored is not None and not coordinator:
                 duplicate = stored.find_duplicate(epoch, first_seq, last_seq)
                 if duplicate is not None:
                     return LeaderAppendCheck(duplicate)
             current = stored or ProducerStateEntry(pid)
             pending = updates.get(pid, current)
-            check_client_batch(current, pending, epoch, first_seq, base_offset)
+            if not coordinator:
+                check_client_batch(current, pending, epoch, first_seq, base_offset)
+            elif epoch < pending.epoch:
+                raise InvalidProducerEpoch(pid, epoch, pending.epoch, base_offset)
             delta = header.last_offset_delta
             batch = BatchMetadata(last_seq, base_offset + delta, delta, header.max_timestamp)
-            updates[pid] = pending.with_batch(epoch, batch)
+            entry = pending.with_batch(epoch, batch)
+            updates[pid] = entry.with_transactional_data(header.is_transactional, base_offset)
         return LeaderAppendCheck(None, updates)
+
+    def check_marker(
+        self, producer_id: int, epoch: int, marker: TxnMarker, offset: int, timestamp: int
+    ) -> tuple[ProducerStateEntry, CompletedTxn | None]:
+        """A leader's marker at ``offset``: the producer's new entry and the transaction it ends, to
+        store with :meth:`apply` once written. InvalidProducerEpoch for an older producer epoch,
+        TransactionCoordinatorFenced for an older coordinator epoch."""
+        current = self._producers.get(producer_id) or ProducerStateEntry(producer_id)
+        if epoch < current.epoch:
+            raise InvalidProducerEpoch(producer_id, epoch, current.epoch, offset)
+        if marker.coordinator_epoch < current.coordinator_epoch:
+            raise TransactionCoordinatorFenced(
+                producer_id, marker.coordinator_epoch, current.coordinator_epoch, offset
+            )
+        return current.with_marker(epoch, marker, offset, timestamp)
 
     def apply(self, updates: Mapping[int, ProducerStateEntry]) -> None:
         """Store the entries of a checked append, once it is in the log."""
         self._producers.update(updates)
+        for pid, entry in updates.items():
+            self.transactions.track(pid, entry.current_txn_first_offset)
 
-    def apply_replicated(self, header: RecordBatchHeader) -> None:
-        """A batch from the leader or from the log itself, at its own offsets: stored unchecked.
+    def apply_replicated(
+        self, header: RecordBatchHeader, marker: TxnMarker | None = None
+    ) -> CompletedTxn | None:
+        """A batch from the leader or from the log itself, at its own offsets: stored unchecked, with
+        ``marker`` the one a control batch holds (a control batch without one changes nothing). The
+        transaction a marker ends, if any.
 
-        A stale epoch is only logged: the leader accepted the batch, so the follower follows.
+        A broken rule is only logged: the leader accepted the batch, so the follower follows.
         """
-        if not tracked(header):
-            return
-        pid, epoch = header.producer_id, header.producer_epoch
+        pid, epoch, offset = header.producer_id, header.producer_epoch, header.base_offset
+        if pid < 0 or (header.is_control and marker is None):
+            return None
         entry = self._producers.get(pid) or ProducerStateEntry(pid)
         if epoch < entry.epoch:
             log.warning(
                 "producer %d: replicated batch at offset %d has epoch %d, older than its epoch %d",
-                pid, header.base_offset, epoch, entry.epoch,
+                pid, offset, epoch, entry.epoch,
             )  # fmt: skip
-        batch = BatchMetadata(
-            last_sequence(header), header.last_offset, header.last_offset_delta, header.max_timestamp
-        )
-        self._producers[pid] = entry.with_batch(epoch, batch)
+        completed = None
+        if header.is_control and marker is not None:
+            if marker.coordinator_epoch < entry.coordinator_epoch:
+                log.warning(
+                    "producer %d: replicated marker at offset %d has coordinator epoch %d, older than %d",
+                    pid, offset, marker.coordinator_epoch, entry.coordinator_epoch,
+                )  # fmt: skip
+            entry, completed = entry.with_marker(epoch, marker, offset, header.max_timestamp)
+        else:
+            batch = BatchMetadata(
+                last_sequence(header), header.last_offset, header.last_offset_delta, header.max_timestamp
+            )
+            entry = entry.with_batch(epoch, batch)
+            try:
+                entry = entry.with_transactional_data(header.is_transactional, offset)
+            except InvalidTxnState as exc:
+                log.warning("replicated batch: %s", exc)
+        self._producers[pid] = entry
+        self.transactions.track(pid, entry.current_txn_first_offset)
+        return completed
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers idle for ``expiration_ms`` (by their last batch's timestamp); their ids."""

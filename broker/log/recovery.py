@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.index import CorruptIndex
@@ -25,6 +27,7 @@ from broker.log.segment import (
     Segment,
     offset_from_file_name,
 )
+from broker.log.txn_index import TXN_INDEX_SUFFIX
 from protocol.record_batch import RecordBatchHeader
 
 log = logging.getLogger("broker.log")
@@ -93,8 +96,31 @@ def load_segments(
     return loaded
 
 
+def report(loaded: Loaded, topic_partition: str, log_end: int, emit: Callable[..., Any] | None) -> None:
+    """Log (and ``emit`` as events) what opening a log repaired: rebuilt indexes, a truncation."""
+    for path, reason in loaded.rebuilt_indexes:
+        log.warning("%s: rebuilt the indexes of %s: %s", topic_partition, path.name, reason)
+        if emit is not None:
+            emit("log_index_rebuilt", topic_partition=topic_partition, path=str(path), reason=reason)
+    if loaded.truncation is not None:
+        cut = loaded.truncation
+        log.warning(
+            "%s: recovery truncated %s at byte %d (%s); later segments deleted; log end offset now %d",
+            topic_partition, cut.path.name, cut.position, cut.reason, log_end,
+        )  # fmt: skip
+        if emit is not None:
+            emit(
+                "log_recovery_truncated",
+                topic_partition=topic_partition,
+                path=str(cut.path),
+                position=cut.position,
+                reason=cut.reason,
+                log_end_offset=log_end,
+            )
+
+
 def _delete_orphan_indexes(directory: Path, bases: list[int]) -> None:
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         for path in directory.glob(f"*{suffix}"):
             if offset_from_file_name(path) not in bases:
                 log.info("%s: deleting %s, whose segment is gone", directory.name, path.name)

@@ -1,4 +1,5 @@
-"""One log segment: ``<base offset>.log`` (record batches as stored) and its ``.index`` and ``.timeindex``.
+"""One log segment: ``<base offset>.log`` (record batches as stored) and its ``.index``, ``.timeindex``
+and ``.txnindex`` (the transactions aborted in it, written by the log's producer state).
 
 The writer appends with one ``pwrite`` and then publishes the new ``size``; readers ``pread`` only up
 to the size they saw, so they never see half a batch. Index entries are added exactly as Kafka adds
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from broker.log.index import NO_TIMESTAMP, CorruptIndex, OffsetIndex, TimeIndex
+from broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from protocol.record_batch import (
     HEADER_SIZE,
     CorruptRecordBatch,
@@ -117,6 +119,19 @@ def whole_batches(data: bytes, upper_bound: int) -> int:
     return pos
 
 
+def end_offset(data: bytes) -> int | None:
+    """The offset after the last whole batch of ``data`` (None if it holds none): where a read ended."""
+    pos, end, next_offset = 0, len(data), None
+    while end - pos >= HEADER_SIZE:
+        base_offset, batch_length = _SPAN.unpack_from(data, pos)
+        if batch_length < _MIN_BATCH_LENGTH or pos + _SPAN.size + batch_length > end:
+            break
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + _LAST_OFFSET_DELTA_AT)
+        next_offset = base_offset + delta + 1
+        pos += _SPAN.size + batch_length
+    return next_offset
+
+
 def _write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
     view = memoryview(data)
     while view:
@@ -133,6 +148,7 @@ class Segment:
         self.path = directory / file_name(base_offset, LOG_SUFFIX)
         self.offset_index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset)
         self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset)
+        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX))
         self._fd = fd
         self._interval = index_interval_bytes
         self.size = 0
@@ -152,6 +168,7 @@ class Segment:
         segment = cls(directory, base_offset, index_interval_bytes, fd)
         segment.offset_index.file.rewrite(b"")
         segment.time_index.file.rewrite(b"")
+        segment.txn_index.reset()
         return segment
 
     @classmethod
@@ -161,6 +178,7 @@ class Segment:
         segment = cls(directory, base_offset, index_interval_bytes, fd)
         segment.size = os.fstat(fd).st_size
         segment._first_batch_timestamp = None
+        segment.txn_index.load()
         return segment
 
     # -- loading
@@ -174,6 +192,7 @@ class Segment:
         self.offset_index.load(self.size)
         self.time_index.load()
         self._load_tail(verify=True)
+        self.txn_index.truncate_to(self.next_offset)
 
     def _load_tail(self, *, verify: bool) -> None:
         """Derive ``next_offset`` and the largest timestamp from the indexes and the batches after them.
@@ -203,7 +222,8 @@ class Segment:
 
     def recover(self, min_offset: int, on_batch: Callable[[RecordBatchHeader], None]) -> InvalidBytes | None:
         """Check every batch (framing, magic, CRC-32C, increasing offsets from ``min_offset``) and rebuild
-        both indexes; at the first invalid byte, cut the file there and return what was wrong.
+        both sparse indexes; at the first invalid byte, cut the file there and return what was wrong.
+        Aborted-transaction entries past the last valid batch go (producer state rebuilds the others).
         """
         file_size = os.fstat(self._fd).st_size
         self.offset_index.clear()
@@ -233,6 +253,7 @@ class Segment:
         except InvalidBytes as exc:
             problem = exc
             os.ftruncate(self._fd, valid)
+        self.txn_index.truncate_to(self.next_offset)
         self.size = valid
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.offset_index.rewrite()
@@ -284,12 +305,14 @@ class Segment:
 
     # -- reading
 
-    def batch_headers(self, offset: int) -> Iterator[RecordBatchHeader]:
-        """The headers of the batches holding offsets >= ``offset``, read without their records."""
+    def producer_batches(self, offset: int) -> Iterator[tuple[RecordBatchHeader, bytes | None]]:
+        """The batches holding offsets >= ``offset`` as producer state needs them: headers, read without
+        their records, except a producer's control batches, which come whole (their marker counts)."""
         start = self.offset_index.lookup(offset)
-        for _, header, _ in walk(self._fd, start, self.size, whole=False, chunk=HEADER_WALK_CHUNK):
+        for position, header, _ in walk(self._fd, start, self.size, whole=False, chunk=HEADER_WALK_CHUNK):
             if header.last_offset >= offset:
-                yield header
+                marker = header.is_control and header.producer_id >= 0
+                yield header, os.pread(self._fd, header.size, position) if marker else None
 
     def find(self, offset: int, end: int) -> tuple[int, RecordBatchHeader] | None:
         """The first batch holding an offset >= ``offset`` within the first ``end`` bytes, if any."""
@@ -351,6 +374,7 @@ class Segment:
         os.ftruncate(self._fd, position)
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(offset)
+        self.txn_index.truncate_to(offset)
         self.size = position
         if position == 0:
             self._first_batch_timestamp = NO_TIMESTAMP
@@ -368,10 +392,12 @@ class Segment:
         os.fsync(self._fd)
         self.offset_index.file.flush()
         self.time_index.file.flush()
+        self.txn_index.flush()
 
     def close_index_files(self) -> None:
         self.offset_index.file.close()
         self.time_index.file.close()
+        self.txn_index.file.close()
 
     def close(self) -> None:
         """Close every descriptor (readers racing with this notice through the log's change counter)."""
@@ -388,5 +414,6 @@ class Segment:
             self.close_index_files()
             fd, self._fd = self._fd, -1
             os.close(fd)
-        for path in (self.path, self.offset_index.file.path, self.time_index.file.path):
-            path.unlink(missing_ok=True)
+        self.path.unlink(missing_ok=True)
+        for index in (self.offset_index, self.time_index, self.txn_index):
+            index.file.path.unlink(missing_ok=True)

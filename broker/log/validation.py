@@ -33,14 +33,17 @@ def checked_batches(records: bytes | bytearray | memoryview) -> tuple[memoryview
 def leader_batches(
     records: bytes | bytearray | memoryview, max_batch_bytes: int
 ) -> tuple[memoryview, Batches]:
-    """:func:`checked_batches`, and more as a leader takes them: at least one, none above
-    ``max_batch_bytes`` (RecordTooLarge), each with as many records as offsets (InvalidRecord)."""
+    """:func:`checked_batches`, and more as a leader takes them from clients: at least one, none above
+    ``max_batch_bytes`` (RecordTooLarge), each with as many records as offsets and none a control
+    batch (InvalidRecord: only the broker writes transaction markers, as in Kafka)."""
     view, batches = checked_batches(records)
     if not batches:
         raise InvalidRecord("an append needs at least one record batch")
     for header, position, size in batches:
         if size > max_batch_bytes:
             raise RecordTooLarge(size, max_batch_bytes)
+        if header.is_control:
+            raise InvalidRecord(f"batch at byte {position}: clients may not write control batches")
         if header.records_count != header.last_offset_delta + 1:
             raise InvalidRecord(
                 f"batch at byte {position}: {header.records_count} records for "

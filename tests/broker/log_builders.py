@@ -30,10 +30,17 @@ def batch(records: int = 1, *, value_size: int = 10, timestamp: int = 0, base_of
 
 
 def producer_batch(
-    producer_id: int, epoch: int, sequence: int, records: int = 1, *, timestamp: int | None = None
+    producer_id: int,
+    epoch: int,
+    sequence: int,
+    records: int = 1,
+    *,
+    timestamp: int | None = None,
+    transactional: bool = False,
 ) -> bytes:
-    """An idempotent producer's batch: ``records`` records from ``sequence`` on, stamped like batch()
-    from ``timestamp`` (now if None: older producer state expires when a snapshot is loaded)."""
+    """An idempotent (or ``transactional``) producer's batch: ``records`` records from ``sequence`` on,
+    stamped like batch() from ``timestamp`` (now if None: older producer state expires when a
+    snapshot is loaded)."""
     ts = time.time_ns() // 1_000_000 if timestamp is None else timestamp
     return build_batch(
         [(None, b"v")] * records,
@@ -41,6 +48,7 @@ def producer_batch(
         producer_id=producer_id,
         producer_epoch=epoch,
         base_sequence=sequence,
+        transactional=transactional,
     )
 
 

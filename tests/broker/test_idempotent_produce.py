@@ -60,31 +60,6 @@ async def test_producer_ids_come_from_blocks_no_two_brokers_share(cluster: Clust
     assert int(block["block_end"]) == 1999
 
 
-async def test_a_transactional_init_producer_id_is_refused_clearly(cluster: Cluster) -> None:
-    await cluster.start((1,))
-    answer = await init_producer_id(cluster.brokers[1], "payments-tx")
-    assert answer["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    found = await cluster.brokers[1].request(
-        "PLAINTEXT", ApiKey.FIND_COORDINATOR, 3, {"key": "payments-tx", "key_type": 1}
-    )
-    assert found["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert "transactions are not supported" in found["error_message"]
-    servers = "{}:{}".format(*cluster.brokers[1].endpoint("PLAINTEXT"))
-
-    def transactional_producer() -> tuple[str, bool]:
-        from confluent_kafka import KafkaException, Producer
-
-        producer = Producer({"bootstrap.servers": servers, "transactional.id": "payments-tx"})
-        try:
-            producer.init_transactions(30)
-        except KafkaException as exc:
-            return exc.args[0].name(), exc.args[0].fatal()
-        return "NO_ERROR", False
-
-    # librdkafka gives up with a fatal error (a timeout would be neither this error nor fatal)
-    assert await asyncio.to_thread(transactional_producer) == ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", True)
-
-
 async def test_a_retried_batch_is_stored_once_also_by_a_new_leader(cluster: Cluster) -> None:
     await cluster.start((1, 2, 3))
     await cluster.topic(TOPIC, {0: (1, 2, 3)})

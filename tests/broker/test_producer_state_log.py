@@ -151,7 +151,7 @@ def _forbid_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     def replay(segment: Segment, offset: int) -> None:
         raise AssertionError(f"{segment.path.name} read from {offset} for producer state")
 
-    monkeypatch.setattr(Segment, "batch_headers", replay)
+    monkeypatch.setattr(Segment, "producer_batches", replay)
 
 
 def test_a_clean_log_without_snapshots_is_not_read_at_all(
