@@ -28,6 +28,7 @@ from chaos.java_tool import ToolsMissing, java_prefix
 from chaos.run import WORKLOADS, RunConfig, RunResult, run
 from chaos.schedule import DEFAULT_FAULTS, FAULTS, ROLES
 from chaos.target import Target
+from chaos.txn_verdict import TxnVerdict
 from chaos.verdict import Verdict, judge, read_lines
 from cluster import launcher, node_control, state_file
 from cluster.admin_cli import print_table
@@ -125,6 +126,12 @@ def _run_arguments(go: argparse.ArgumentParser) -> None:
     )
     go.add_argument("--no-group", action="store_true", help="no consumer group on the acks=all topic")
     go.add_argument(
+        "--no-transactions",
+        action="store_true",
+        help="no transactional workload (a transactional producer to <topic>-txn, aborting a share on "
+        "purpose, and a consume-transform-produce loop from the topic to <topic>-eos)",
+    )
+    go.add_argument(
         "--workload",
         choices=WORKLOADS,
         default="default",
@@ -216,6 +223,7 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
         overlap=args.overlap,
         idempotent=not args.no_idempotence,
         group=not args.no_group,
+        transactions=not args.no_transactions,
         workload=args.workload,
     )
 
@@ -333,6 +341,7 @@ def summary(console: Console, result: RunResult) -> None:
             "(allowed: only the leader had them when they were acknowledged)"
         )
     _group(console, v)
+    _transactions(console, result.txn)
     if result.crashed:
         console.print(f"[yellow]not running without a fault (see their logs)[/]: {', '.join(result.crashed)}")
     if v.ok:
@@ -353,6 +362,30 @@ def _group(console: Console, v: Verdict) -> None:
         console.print(f"[red]never consumed by the group[/]: {_some(v.group_missed)}")
     if v.commits_backwards:
         console.print(f"[red]committed offsets went back[/]: {_some(v.commits_backwards)}")
+
+
+def _transactions(console: Console, t: TxnVerdict) -> None:
+    """The transactional workload: outcomes, isolation, exactly-once (``chaos.txn_verdict``)."""
+    if not t.ran:
+        return
+    outcomes = ", ".join(f"{n} {o}" for o, n in sorted(t.outcomes.items()))
+    console.print(f"transactions: {outcomes}; the transform loop committed {t.transformed}")
+    for label, found in (
+        ("aborted yet visible to read_committed", t.aborted_visible),
+        ("committed yet invisible to read_committed", t.committed_missing),
+        ("committed and lost", t.committed_lost),
+        ("transactions visible in part", t.partial),
+        ("inputs transformed more than once", t.duplicated),
+        ("acknowledged inputs never transformed", t.untransformed),
+        ("inputs on the wrong side of the committed offset", t.offsets_wrong),
+    ):
+        if found:
+            console.print(f"[red]{label}[/]: {_some(found)}")
+    if t.ok:
+        console.print(
+            "[green]ok[/]: no aborted record visible, committed transactions whole, each input once "
+            "with its offsets"
+        )
 
 
 def _control_plane(console: Console, result: RunResult) -> None:

@@ -42,6 +42,9 @@ def _row(seed: int, result: RunResult, seconds: float) -> dict[str, Any]:
         "lost": len(v.lost),
         "unexplained_duplicates": len(v.unexplained_duplicates),
         "misplaced": len(v.misplaced),
+        "transactions": result.txn.outcomes,
+        "transactions_ok": result.txn.ok,
+        "transformed": result.txn.transformed,
         "faults": v.faults,
         "unsafe": result.unsafe,
         "inconsistent": result.inconsistent,
@@ -84,6 +87,11 @@ def campaign(config: CampaignConfig) -> dict[str, Any]:
             "ok": sum(r["ok"] for r in rows),
             "acked": sum(r["acked"] for r in rows),
             "lost": sum(r["lost"] for r in rows),
+            "transactions": {
+                outcome: sum(r["transactions"].get(outcome, 0) for r in rows)
+                for outcome in ("committed", "aborted", "unknown")
+            },
+            "transactions_failed": sum(not r["transactions_ok"] for r in rows),
             "inconsistent": sum(len(r["inconsistent"]) for r in rows),
             "unsafe": sum(len(r["unsafe"]) for r in rows),
             "controllers": {

@@ -25,6 +25,8 @@ from chaos.group_workload import GroupWorkload
 from chaos.java_tool import java_prefix
 from chaos.schedule import DEFAULT_FAULTS, FaultSchedule
 from chaos.target import LocalCluster, RunInjector, Target
+from chaos.txn_verdict import TxnVerdict, judge_transactions
+from chaos.txn_workload import TransactionalWorkload, read_transactional
 from chaos.verdict import Verdict, judge, read_lines
 from chaos.workload import ProducerWorkload, read_back
 from cluster import verify_replicas
@@ -96,6 +98,9 @@ class RunConfig:
     """A consumer group of three members consumes the acks=all topic and commits as it goes."""
     workload: str = "default"
     """Who produces and consumes: one of :data:`WORKLOADS`."""
+    transactions: bool = True
+    """The transactional workload (``chaos.txn_workload``) beside the default one: a transactional
+    producer to ``<topic>-txn`` and a consume-transform-produce loop from the topic to ``<topic>-eos``."""
 
 
 @dataclass
@@ -115,9 +120,12 @@ class RunResult:
     controllers: dict[str, int] = field(default_factory=dict)
     """Implementation (``ours``, ``kafka``) -> controller epochs it held during the run."""
 
+    txn: TxnVerdict = field(default_factory=TxnVerdict)
+    """The transactional workload's verdict (empty when it did not run)."""
+
     @property
     def ok(self) -> bool:
-        return self.verdict.ok and not self.unsafe and not self.inconsistent
+        return self.verdict.ok and self.txn.ok and not self.unsafe and not self.inconsistent
 
 
 def new_run_dir(directory: Path) -> tuple[str, Path]:
@@ -202,6 +210,9 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
         # leaves no run directory behind for `list` and the audit.
         topics = {config.topic: "all", **({config.acks1_topic: "1"} if config.acks1_topic else {})}
         counts = {t: await ensure_topic(zk, t, config.partitions, config.replication_factor) for t in topics}
+        txn_topics = _transactional_topics(config)
+        for t in txn_topics:
+            await ensure_topic(zk, t, config.partitions, config.replication_factor)
         run_id, run_dir = new_run_dir(directory)
         log.info("chaos run %s in %s (seed %d)", run_id, run_dir, seed)
         async with _logs(run_dir) as (events, history):
@@ -211,12 +222,17 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
             # active controller sees a Kafka broker's controller elected meanwhile.
             async with controllers.watching(zk, events):
                 async with _workloads(config, java, servers, run_dir, history, topics) as (workloads, group):
+                    txn = _start_transactional(config, servers, run_id, history, seed, txn_topics)
                     await _faults_then_heal(config.duration_s, schedules, injector, workloads, group)
                     log.info("faults over and healed; stopping the producers")
+                    if txn is not None:
+                        await asyncio.to_thread(txn.stop_producer)
                     consumed = await _read_back_all(zk, servers, workloads, counts, history)
                     if group is not None:
                         await _drain_group(group, workloads[0])
-                reports = await _verified_replicas(target, list(topics))
+                    if txn is not None:
+                        await _finish_transactional(zk, servers, txn, workloads[0], history, txn_topics)
+                reports = await _verified_replicas(target, [*topics, *txn_topics])
                 inconsistent = verify_replicas.record(events, reports)
                 await _settle_after_faults(list(read_lines(run_dir / "events.jsonl")))
             run_lines = list(read_lines(run_dir / "events.jsonl"))
@@ -233,10 +249,13 @@ async def run(config: RunConfig, target: Target | None = None) -> RunResult:
                 duration_s=round(time.monotonic() - started, 3),
             )
         verdict = judge(read_lines(run_dir / "history.jsonl", run_dir / "events.jsonl"))
+        txn_verdict = judge_transactions(read_lines(run_dir / "history.jsonl"))
         unsafe = safety.violations(daemon_lines, run_lines, judged_at)
         held = controllers.held_by(run_lines)
         crashed = injector.crashed
-        return RunResult(run_id, run_dir, seed, verdict, crashed, unsafe, inconsistent, figures, held)
+        return RunResult(
+            run_id, run_dir, seed, verdict, crashed, unsafe, inconsistent, figures, held, txn_verdict
+        )
 
 
 def _schedules(config: RunConfig, target: Target, seed: int) -> list[FaultSchedule]:
@@ -369,6 +388,48 @@ async def _read_back_all(
         )
     log.info("read back %d records", consumed)
     return consumed
+
+
+def _transactional_topics(config: RunConfig) -> list[str]:
+    """The transactional workload's two output topics, when it runs (librdkafka's workload only)."""
+    if not config.transactions or config.workload != "default":
+        return []
+    return [f"{config.topic}-txn", f"{config.topic}-eos"]
+
+
+def _start_transactional(
+    config: RunConfig, servers: str, run_id: str, history: EventLog, seed: int, txn_topics: list[str]
+) -> TransactionalWorkload | None:
+    if not txn_topics:
+        return None
+    txn_topic, eos_topic = txn_topics
+    return TransactionalWorkload(
+        servers, config.topic, txn_topic, eos_topic, run_id, history, seed=seed
+    ).start()
+
+
+async def _finish_transactional(
+    zk: AsyncZooKeeper,
+    servers: str,
+    txn: TransactionalWorkload,
+    source: Producing,
+    history: EventLog,
+    txn_topics: list[str],
+) -> None:
+    """Let the transform loop commit past every acknowledged input, stop it, and read both output
+    topics back: the producer's in both isolation levels, the loop's with read_committed."""
+    log.info("waiting until the transform loop has committed every acknowledged input")
+    await asyncio.to_thread(txn.drain, dict(source.acked_ends), GROUP_DRAIN_TIMEOUT_S)
+    await asyncio.to_thread(txn.stop)
+    txn_topic, eos_topic = txn_topics
+    for topic in txn_topics:
+        await wait_replicated(zk, topic)
+    for topic, isolation in (
+        (txn_topic, "read_committed"),
+        (txn_topic, "read_uncommitted"),
+        (eos_topic, "read_committed"),
+    ):
+        await asyncio.to_thread(read_transactional, servers, topic, history, isolation=isolation)
 
 
 async def _drain_group(group: Grouping, workload: Producing) -> None:

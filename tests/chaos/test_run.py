@@ -45,6 +45,10 @@ FIELDS = {
     "group_commit_failed": {"member", "group", "error", "partition"},
     "group_assigned": {"member", "group", "partitions"},
     "group_revoked": {"member", "group", "partitions"},
+    "txn_ended": {"transactional_id", "topic", "txn", "values", "intended", "outcome", "error"},
+    "eos_ended": {"group", "inputs", "outcome", "error"},
+    "eos_group_committed": {"group", "offsets"},
+    "txn_consumed": {"topic", "isolation", "partition", "offset", "value"},
 }
 """docs/events.md#chaos-kinds: every line has exactly these fields after ts, node and kind."""
 
@@ -161,5 +165,10 @@ def test_a_short_run_with_faults_acknowledges_and_reads_back_every_record(
         "member-1",
         "member-2",
     }
+    # the transactional workload went through the same faults: its verdict is part of the status
+    outcomes = {e["outcome"] for e in history if e["kind"] == "txn_ended"}
+    assert "committed" in outcomes and "aborted" in outcomes, outcomes
+    assert any(e["kind"] == "eos_ended" and e["outcome"] == "committed" for e in history)
+    assert "transactions:" in out and "each input once" in out
     processes = state_file.load_state(cluster)["processes"]
     assert all(state_file.alive(p["pid"]) and not _stopped(p["pid"]) for p in processes), "all running"

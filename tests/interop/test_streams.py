@@ -1,4 +1,5 @@
-"""A Kafka Streams application, 3.9 and 4.4, on a cluster of our daemons: Kafka's word count, at_least_once.
+"""A Kafka Streams application, 3.9 and 4.4, on a cluster of our daemons: Kafka's word count, at_least_once
+and exactly_once_v2.
 
 ``programs/WordCount.java`` is Kafka's WordCountDemo (lines in, a count per word out, through a
 repartition topic and a changelogged state store). Lines produced before it starts must come out as
@@ -27,7 +28,11 @@ from tests.support.cluster import Cluster
 pytestmark = pytest.mark.zookeeper
 
 BROKERS = (1, 2, 3)
-SETTINGS = {"offsets_topic_num_partitions": 6, "group_initial_rebalance_delay_ms": 0}
+SETTINGS = {
+    "offsets_topic_num_partitions": 6,
+    "transaction_state_log_num_partitions": 4,
+    "group_initial_rebalance_delay_ms": 0,
+}
 LINES = [
     "the quick brown fox jumps over the lazy dog",
     "The dog barks and the fox runs",
@@ -57,7 +62,14 @@ def read_counts(cluster: Cluster, stop: threading.Event) -> dict[str, int]:
     (the application ended) or the deadline passes."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({**cluster.client_config(), "group.id": "checker", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            **cluster.client_config(),
+            "group.id": "checker",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",  # what exactly-once output is read with
+        }
+    )
     counts: dict[str, int] = {}
     try:
         consumer.assign([TopicPartition("words-out", p, OFFSET_BEGINNING) for p in (0, 1)])
@@ -131,6 +143,20 @@ async def test_word_count_with_internal_topics_kept_whole(
     assert counts == EXPECTED, printed
     assert "state RUNNING" in printed and "failed" not in printed
     # the application's group committed its progress: every line was read
+    offsets = await asyncio.to_thread(committed, cluster)
+    assert sum(offsets.values()) == len(LINES), offsets
+
+
+@pytest.mark.parametrize("version", VERSION_IDS)
+async def test_word_count_exactly_once_v2(cluster: Cluster, tmp_path: Path, version: str) -> None:
+    """processing.guarantee=exactly_once_v2: each task's output, state changes and input offsets go in
+    one transaction (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit with the
+    group's generation, EndTxn), read back with read_committed."""
+    counts, printed = await word_count(
+        cluster, tmp_path, version, *KEPT_WHOLE, "processing.guarantee=exactly_once_v2"
+    )
+    assert counts == EXPECTED, printed
+    assert "state RUNNING" in printed and "failed" not in printed
     offsets = await asyncio.to_thread(committed, cluster)
     assert sum(offsets.values()) == len(LINES), offsets
 
