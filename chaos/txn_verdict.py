@@ -93,7 +93,7 @@ def judge_transactions(lines: Iterable[Mapping[str, Any]]) -> TxnVerdict:
         elif kind == "consumed" and line.get("topic") == source_topic:
             sources[line["value"]] = (line["partition"], line["offset"])
     verdict = _isolation(ended, visible)
-    eos = _exactly_once(outputs, acked, sources, committed_offsets) if transformed else {}
+    eos: dict[str, Any] = _exactly_once(outputs, acked, sources, committed_offsets) if transformed else {}
     return TxnVerdict(**verdict, transformed=transformed, **eos)
 
 

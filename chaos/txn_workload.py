@@ -334,8 +334,10 @@ def read_transactional(
                     if passing_consume_error(error):
                         continue
                     raise ChaosError(f"reading {topic} ({isolation}): {error.str()}")
+                raw = message.value()
+                value = raw.decode() if raw is not None else ""
                 history.emit("txn_consumed", topic=topic, isolation=isolation, partition=message.partition(),
-                             offset=message.offset(), value=message.value().decode())  # fmt: skip
+                             offset=message.offset(), value=value)  # fmt: skip
                 count += 1
             positions = consumer.position([TopicPartition(topic, p) for p in partitions])
             if quiet >= QUIET_POLLS or all(tp.offset >= ends[tp.partition] for tp in positions):
