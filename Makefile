@@ -49,7 +49,9 @@ kafka: install java maven
 # and kafkajs (npm, into .run/js). Best effort: a test whose
 # tool is missing is skipped with the reason.
 KAFKAJS := .run/js/node_modules/kafkajs/package.json
-clients: $(KAFKAJS)
+# quixstreams and faust-streaming pin their own confluent-kafka and aiokafka: a virtualenv of their own.
+PYCLIENTS := .run/pyclients/.installed
+clients: $(KAFKAJS) $(PYCLIENTS)
 	@for package in kcat prometheus chromium; do \
 	  command -v $$package >/dev/null 2>&1 && continue; \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
@@ -58,6 +60,11 @@ clients: $(KAFKAJS)
 	    echo "$$package could not be installed: its tests will be skipped"; \
 	  else echo "$$package not found (apt-get install $$package): its tests will be skipped"; fi; \
 	done
+
+$(PYCLIENTS):
+	@python3 -m venv .run/pyclients && \
+	  .run/pyclients/bin/pip install -q "quixstreams>=3.20,<4" "faust-streaming>=0.11,<1" >/dev/null 2>&1 && \
+	  touch $@ || echo "quixstreams and faust-streaming could not be installed: their tests fail in CI"
 
 $(KAFKAJS):
 	@mkdir -p .run/js
