@@ -33,11 +33,13 @@ async def registration(zk: AsyncZooKeeper, broker: KafkaBroker) -> tuple[znodes.
         await asyncio.sleep(0.2)
 
 
-async def beside_ours(kafka: KafkaBrokers, zk: AsyncZooKeeper, broker_id: int) -> KafkaBroker:
+async def beside_ours(
+    kafka: KafkaBrokers, zk: AsyncZooKeeper, broker_id: int, **overrides: object
+) -> KafkaBroker:
     """A registered Kafka broker with our brokers' listener names (a CONTROLLER control plane beside
     PLAINTEXT), on 2.2's control-plane wire, which both implementations speak; the first one started
     in a cluster without a controller of ours wins ``/controller``."""
-    broker = kafka.like_ours(broker_id, "2.2")
+    broker = kafka.like_ours(broker_id, "2.2", **overrides)
     await registration(zk, broker)
     return broker
 
