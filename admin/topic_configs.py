@@ -47,14 +47,19 @@ class TopicConfig:
     broker_key: str
     """The broker config whose value holds when the topic has no override (Kafka's synonym)."""
     kind: str
-    """``long``, ``int``, ``string`` or ``boolean``, as Kafka's ConfigDef types it."""
+    """``long``, ``int``, ``double``, ``string`` or ``boolean``, as Kafka's ConfigDef types it."""
     minimum: int | None = None
+    maximum: int | None = None
 
 
 TOPIC_CONFIGS: dict[str, TopicConfig] = {
     c.name: c
     for c in (
-        TopicConfig("cleanup.policy", "log.cleanup.policy", "string"),
+        TopicConfig("cleanup.policy", "log.cleanup.policy", "list"),
+        TopicConfig("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", "double", 0, 1),
+        TopicConfig("delete.retention.ms", "log.cleaner.delete.retention.ms", "long", minimum=0),
+        TopicConfig("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", "long", minimum=0),
+        TopicConfig("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "long", minimum=1),
         TopicConfig("retention.ms", "log.retention.ms", "long", minimum=-1),
         TopicConfig("retention.bytes", "log.retention.bytes", "long", minimum=-1),
         TopicConfig("segment.bytes", "log.segment.bytes", "int", minimum=14),
@@ -77,9 +82,9 @@ def check_value(name: str, value: str) -> None:
     spec = TOPIC_CONFIGS.get(name)
     if spec is None:
         return
-    if spec.kind in ("long", "int"):
+    if spec.kind in ("long", "int", "double"):
         try:
-            number = int(value)
+            number = float(value) if spec.kind == "double" else int(value)
         except ValueError:
             raise InvalidTopicConfig(
                 f"Invalid value {value} for configuration {name}: Not a number"
@@ -87,6 +92,10 @@ def check_value(name: str, value: str) -> None:
         if spec.minimum is not None and number < spec.minimum:
             raise InvalidTopicConfig(
                 f"Invalid value {value} for configuration {name}: must be at least {spec.minimum}"
+            )
+        if spec.maximum is not None and number > spec.maximum:
+            raise InvalidTopicConfig(
+                f"Invalid value {value} for configuration {name}: must be no more than {spec.maximum}"
             )
     elif spec.kind == "boolean" and value.lower() not in ("true", "false"):
         raise InvalidTopicConfig(
@@ -103,7 +112,8 @@ def cleanup_policies(value: str) -> set[str]:
 
 def check_configs(configs: Mapping[str, str | None]) -> None:
     """A topic's configs as a request gives them: AdminFailure(INVALID_CONFIG) for the first one Kafka
-    refuses, or one asking for compaction, which this cluster never does."""
+    refuses, or for ``min.compaction.lag.ms`` above ``max.compaction.lag.ms`` (Kafka's LogConfig
+    check; a lag the request does not give counts at its default here)."""
     for name, value in configs.items():
         if value is None:
             raise AdminFailure(
@@ -115,8 +125,11 @@ def check_configs(configs: Mapping[str, str | None]) -> None:
             check_value(name, value)
         except InvalidTopicConfig as exc:
             raise AdminFailure(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        if name == "cleanup.policy" and "compact" in cleanup_policies(value):
-            raise AdminFailure(
-                ErrorCode.INVALID_CONFIG,
-                "cleanup.policy=compact is not supported by this cluster (logs are never compacted)",
-            )
+    min_lag = int(configs.get("min.compaction.lag.ms") or 0)
+    max_lag = int(configs.get("max.compaction.lag.ms") or 2**63 - 1)
+    if min_lag > max_lag:
+        raise AdminFailure(
+            ErrorCode.INVALID_CONFIG,
+            f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+            f"max.compaction.lag.ms ({max_lag})",
+        )

@@ -17,6 +17,7 @@ from pathlib import Path
 from admin.config_keys import topic_defaults
 from admin.topic_requests import TopicDefaults
 from authorizer.acl_authorizer import AuthorizerSettings
+from broker.cleaner.config import CleanerConfig
 from broker.config_keys import KEYS
 from broker.group.config import GroupConfig
 from broker.txn.config import TransactionConfig
@@ -88,6 +89,14 @@ class BrokerConfig:
     transaction: TransactionConfig = field(default_factory=TransactionConfig)
     topics: TopicDefaults = field(default_factory=TopicDefaults)
     producer_id_expiration_ms: int = 86400000
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    """log.cleanup.policy"""
+    min_cleanable_ratio: float = 0.5
+    delete_retention_ms: int = 86400000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
+    cleaner: CleanerConfig = field(default_factory=CleanerConfig)
+    """The log cleaner's threads, memory and I/O (``log.cleaner.*``)."""
     controller_epoch_confirmation: bool = True
     zk_security: ZkSecurity | None = None
     """ZooKeeper ACLs, identity and TLS (``zookeeper.set.acl``, ``zookeeper.ssl.*``)."""
@@ -225,6 +234,12 @@ def from_loaded(loaded: LoadedConfig) -> BrokerConfig:
         transaction=_transaction_config(loaded),
         topics=topic_defaults(loaded),
         producer_id_expiration_ms=loaded["producer.id.expiration.ms"],
+        cleanup_policy=tuple(loaded["log.cleanup.policy"]),
+        min_cleanable_ratio=float(loaded["log.cleaner.min.cleanable.ratio"]),
+        delete_retention_ms=loaded["log.cleaner.delete.retention.ms"],
+        min_compaction_lag_ms=loaded["log.cleaner.min.compaction.lag.ms"],
+        max_compaction_lag_ms=loaded["log.cleaner.max.compaction.lag.ms"],
+        cleaner=_cleaner_config(loaded),
         controller_epoch_confirmation=loaded["controller.epoch.confirmation.enable"],
         listener_security={
             n: listener_security(loaded, n, p)
@@ -275,6 +290,18 @@ def _transaction_config(loaded: LoadedConfig) -> TransactionConfig:
         transaction_remove_expired_transaction_cleanup_interval_ms=loaded[
             "transaction.remove.expired.transaction.cleanup.interval.ms"
         ],
+    )
+
+
+def _cleaner_config(loaded: LoadedConfig) -> CleanerConfig:
+    return CleanerConfig(
+        enable=loaded["log.cleaner.enable"],
+        threads=loaded["log.cleaner.threads"],
+        dedupe_buffer_size=loaded["log.cleaner.dedupe.buffer.size"],
+        dedupe_buffer_load_factor=float(loaded["log.cleaner.io.buffer.load.factor"]),
+        io_buffer_size=loaded["log.cleaner.io.buffer.size"],
+        io_max_bytes_per_second=float(loaded["log.cleaner.io.max.bytes.per.second"]),
+        backoff_ms=loaded["log.cleaner.backoff.ms"],
     )
 
 

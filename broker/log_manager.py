@@ -1,5 +1,6 @@
 """Every partition log in the log directory: loaded (and recovered) at start-up, created on demand,
-deleted with the topic, checkpointed, and trimmed by retention (Kafka's LogManager).
+deleted with the topic, checkpointed, trimmed by retention and compacted by the log cleaner
+(``broker.cleaner``, started with :meth:`LogManager.start_cleaner`) (Kafka's LogManager).
 
 A partition's log lives in ``<log.dir>/<topic>-<partition>/``. Two checkpoint files beside them, in
 Kafka's text format, say where recovery must start (``recovery-point-offset-checkpoint``: everything
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from broker.checkpoint import CorruptCheckpoint, read_offsets, write_offsets
+from broker.cleaner import CleanerConfig, LogCleaner
 from broker.log import Log, LogConfig
 from broker.log.partition_metadata import read_topic_id, write_topic_id
 from daemon.eventlog import EventLog
@@ -47,10 +49,15 @@ def _read(path: Path) -> dict[TopicPartition, int]:
 
 
 class LogManager:
-    def __init__(self, log_dir: Path, config: LogConfig, events: EventLog) -> None:
+    def __init__(
+        self, log_dir: Path, config: LogConfig, events: EventLog, cleaner: CleanerConfig | None = None
+    ) -> None:
         self.log_dir = log_dir
         self.config = config
         self.events = events
+        self.cleaner_config = cleaner or CleanerConfig()
+        self.cleaner = LogCleaner(self.cleaner_config, log_dir, self.logs, events.emit)
+        """Compacts the logs with ``compact`` in their cleanup.policy, once :meth:`start_cleaner` ran."""
         self._topic_configs: dict[str, LogConfig] = {}
         """Topics with overrides (``/config/topics``) -> their logs' settings."""
         self._logs: dict[TopicPartition, Log] = {}
@@ -85,6 +92,17 @@ class LogManager:
             "logs_loaded", logs=count, seconds=round(time.monotonic() - started, 3), log_dir=str(self.log_dir)
         )
         return count
+
+    def logs(self) -> dict[TopicPartition, Log]:
+        """Every log open here, at this instant."""
+        with self._lock:
+            return dict(self._logs)
+
+    def start_cleaner(self, high_watermark: Callable[[TopicPartition], int | None]) -> None:
+        """Start the log cleaner's threads (if log.cleaner.enable): a partition is cleaned up to its
+        ``high_watermark`` at most, and not at all while it has none."""
+        if self.cleaner_config.enable:
+            self.cleaner.start(high_watermark)
 
     def config_for(self, topic: str) -> LogConfig:
         return self._topic_configs.get(topic, self.config)
@@ -146,6 +164,7 @@ class LogManager:
             self._topic_ids.pop(tp, None)
         if removed is None:
             return False
+        self.cleaner.abort(tp, forget=True)
         removed.delete()
         self.events.emit("log_deleted", topic=tp.topic, partition=tp.partition)
         return True
@@ -188,7 +207,9 @@ class LogManager:
         return sum(partition_log.remove_expired_producers() for partition_log in logs)
 
     def shutdown(self) -> None:
-        """Flush and close every log, then checkpoint: the next start has nothing to recover."""
+        """Stop the cleaner, flush and close every log, then checkpoint: the next start has nothing
+        to recover."""
+        self.cleaner.stop()
         with self._lock:
             logs = dict(self._logs)
         for partition_log in logs.values():

@@ -3,7 +3,8 @@
 RequestChannel queue sizes per plane (``kafka_network_requestchannel_requestqueuesize`` and
 ``…_controlplanerequestqueuesize``), handler idle shares per plane, per-API request counts, errors and
 times labelled ``request`` as Kafka's RequestMetrics are, ReplicaManager counts and ISR change rates,
-per-partition ISR gauges (``kafka.cluster:type=Partition``) and log sizes (``kafka.log:type=Log``),
+per-partition ISR gauges (``kafka.cluster:type=Partition``) and log sizes (``kafka.log:type=Log``), the
+log cleaner's (``kafka.log:type=LogCleaner`` and ``LogCleanerManager``),
 waiting requests per purgatory, BrokerTopicMetrics for all topics and per topic, the process's disk
 I/O as Kafka's LinuxIoMetricsCollector reads it, and two additions without a Kafka MBean: the broker
 epoch and closed connections by listener and reason.
@@ -90,6 +91,7 @@ class BrokerMetrics:
         self._replica_manager_gauges(epoch)
         self._partition_gauges()
         self._log_gauges()
+        self._cleaner_gauges()
         self._disk_io_gauges()
         self._isr_meters()
         self._purgatory_gauges()
@@ -172,6 +174,76 @@ class BrokerMetrics:
             "Bytes in this partition's log on this broker",
             ("topic", "partition"),
             lambda: (((tp.topic, tp.partition), size) for tp, size in sorted(rm.log_manager.sizes().items())),
+        )
+
+    def _cleaner_gauges(self) -> None:
+        """``kafka.log:type=LogCleaner`` and ``type=LogCleanerManager``: the last cleaning of each
+        thread, the dirtiest log, and the logs whose cleaning failed (per log directory, as Kafka)."""
+        manager_type, log_manager = "LogCleanerManager", self.replicas.log_manager
+        cleaner = log_manager.cleaner
+        log_dir = str(log_manager.log_dir.absolute())
+        for name, doc, read in (
+            (
+                "max-buffer-utilization-percent",
+                "The fullest key map of the threads' last cleanings (percent)",
+                cleaner.max_buffer_utilization_percent,
+            ),
+            (
+                "cleaner-recopy-percent",
+                "Bytes written over bytes read by the threads' last cleanings (percent)",
+                cleaner.recopy_percent,
+            ),
+            (
+                "max-clean-time-secs",
+                "The longest of the threads' last cleanings (s)",
+                cleaner.max_clean_secs,
+            ),
+            (
+                "max-compaction-delay-secs",
+                "How long past max.compaction.lag.ms the latest dirty log waited, at the threads' last "
+                "choices (s)",
+                cleaner.max_compaction_delay_secs,
+            ),
+            (
+                "DeadThreadCount",
+                "Cleaner threads that died of an unexpected error",
+                cleaner.dead_threads,
+            ),
+        ):
+            self.metrics.gauge_fn("kafka.log", "LogCleaner", name, doc, read)
+        for name, doc, read in (
+            (
+                "max-dirty-percent",
+                "The dirty share of the dirtiest compacted log at the last choice (percent)",
+                cleaner.max_dirty_percent,
+            ),
+            (
+                "time-since-last-run-ms",
+                "Time since a cleaner thread last chose a log",
+                cleaner.time_since_last_run_ms,
+            ),
+        ):
+            self.metrics.gauge_fn("kafka.log", manager_type, name, doc, read)
+        manager = cleaner.manager
+
+        def per_directory(read: Callable[[], float]) -> Callable[[], list[tuple[tuple[str], float]]]:
+            return lambda: [((log_dir,), float(read()))]
+
+        self.metrics.gauge_family(
+            "kafka.log",
+            manager_type,
+            "uncleanable-partitions-count",
+            "Compacted logs whose cleaning failed, left alone until deleted",
+            ("logDirectory",),
+            per_directory(lambda: manager.uncleanable_count),
+        )
+        self.metrics.gauge_family(
+            "kafka.log",
+            manager_type,
+            "uncleanable-bytes",
+            "The dirty bytes of those logs",
+            ("logDirectory",),
+            per_directory(manager.uncleanable_bytes),
         )
 
     def _disk_io_gauges(self) -> None:

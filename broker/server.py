@@ -83,6 +83,12 @@ def log_config(config: BrokerConfig) -> LogConfig:
         retention_bytes=config.retention_bytes,
         max_batch_bytes=config.message_max_bytes,
         producer_id_expiration_ms=config.producer_id_expiration_ms,
+        delete="delete" in config.cleanup_policy,
+        compact="compact" in config.cleanup_policy,
+        min_cleanable_ratio=config.min_cleanable_ratio,
+        delete_retention_ms=config.delete_retention_ms,
+        min_compaction_lag_ms=config.min_compaction_lag_ms,
+        max_compaction_lag_ms=config.max_compaction_lag_ms,
     )
 
 
@@ -127,7 +133,7 @@ class BrokerServer:
         self.authorizer = AclAuthorizer(self.zk, config.authorizer)
         self.planes = RequestPlanes(config, self._handle)
         self.metadata_cache = MetadataCache()
-        self.log_manager = LogManager(config.log_dir, log_config(config), self.events)
+        self.log_manager = LogManager(config.log_dir, log_config(config), self.events, config.cleaner)
         self.alter_partition = AlterPartitionManager(
             self.zk,
             config.broker_id,
@@ -284,6 +290,7 @@ class BrokerServer:
             self.metrics_port = self.metrics.serve(self.config.metrics_port)
         # Logs are recovered before the broker registers, as Kafka's LogManager does at start-up.
         await asyncio.get_running_loop().run_in_executor(None, self.log_manager.load)
+        self.log_manager.start_cleaner(self.replica_manager.high_watermark)
         await self.zk.start()
         self.zk.on_connection_event(self._on_connection_event)
         if self.config.authorizer.enabled:

@@ -9,8 +9,8 @@ every broker watches that directory, re-reads the named topic's znode and applie
 dynamic config manager does (a broker starting up reads every topic's overrides first, so it never
 depends on old notifications); a topic created with overrides is seen through a child watch on
 ``/config/topics``, since Kafka writes no notification then. What a topic's overrides change here:
-its logs' segment size and age, retention time and size, maximum batch size and index interval, and
-its ``min.insync.replicas``.
+its logs' segment size and age, retention time and size, maximum batch size and index interval,
+cleanup policy and compaction settings, and its ``min.insync.replicas``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
@@ -43,6 +44,10 @@ LOG_FIELDS: dict[str, str] = {
     "segment.ms": "segment_ms",
     "max.message.bytes": "max_batch_bytes",
     "index.interval.bytes": "index_interval_bytes",
+    "min.cleanable.dirty.ratio": "min_cleanable_ratio",
+    "delete.retention.ms": "delete_retention_ms",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
 }
 """The :class:`LogConfig` field each topic config sets, for those that set one."""
 
@@ -50,12 +55,17 @@ LOG_FIELDS: dict[str, str] = {
 def log_config_for(base: LogConfig, overrides: Mapping[str, str]) -> LogConfig:
     """The broker's log settings with a topic's overrides (values already checked).
 
-    A ``cleanup.policy`` without ``delete`` (``__consumer_offsets``' ``compact``, as Kafka stores it)
-    turns time and size retention off, as in Kafka; nothing is compacted here, so such a log is kept
-    whole."""
-    changes = {field: int(overrides[name]) for name, field in LOG_FIELDS.items() if name in overrides}
-    if "delete" not in cleanup_policies(overrides.get("cleanup.policy", "delete")):
-        changes.update(retention_ms=-1, retention_bytes=-1)
+    ``cleanup.policy`` says whether retention applies (``delete``) and whether the log cleaner
+    compacts the log (``compact``, as Kafka stores ``__consumer_offsets``' config); with ``compact``
+    alone, time and size retention are off, as in Kafka."""
+    changes: dict[str, Any] = {
+        field: float(overrides[name]) if field == "min_cleanable_ratio" else int(overrides[name])
+        for name, field in LOG_FIELDS.items()
+        if name in overrides
+    }
+    if "cleanup.policy" in overrides:
+        policies = cleanup_policies(overrides["cleanup.policy"])
+        changes.update(delete="delete" in policies, compact="compact" in policies)
     return replace(base, **changes) if changes else base
 
 
@@ -139,10 +149,6 @@ class TopicConfigStore:
             valid[name] = value
         if self.overrides.get(topic, {}) == valid and topic in self.overrides:
             return
-        if "compact" in cleanup_policies(valid.get("cleanup.policy", "")) and not topic.startswith("__"):
-            log.warning(
-                "topic %s asks for compaction, which this cluster never does: its log is kept whole", topic
-            )
         self.overrides[topic] = valid
         self.apply(topic, valid)
 

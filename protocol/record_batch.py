@@ -4,8 +4,8 @@ Sans-IO, like the rest of ``protocol/``. A broker never needs to decode records 
 them: it checks each batch's framing and CRC, assigns ``base_offset`` and ``partition_leader_epoch``
 (both outside the CRC, so rewriting them leaves it valid), and hands the bytes on. Decoding records
 (:func:`decode_records`) and building batches (:func:`build_batch`) exist for tests, tools and the
-batches a broker writes itself (transaction markers, ``protocol.control_records``); they handle
-uncompressed batches only.
+batches a broker writes itself (transaction markers, ``protocol.control_records``; the log cleaner's
+rewritten batches, :func:`encode_record` and :func:`pack_batch`); they handle uncompressed batches only.
 
 Layout (all big-endian; the CRC is CRC-32C over everything from ``attributes`` to the end)::
 
@@ -26,6 +26,7 @@ from protocol.errors import CorruptRecordBatch, ProtocolError
 
 __all__ = [
     "CRC_START",
+    "DELETE_HORIZON_MASK",
     "HEADER_SIZE",
     "LOG_OVERHEAD",
     "MAGIC",
@@ -36,6 +37,8 @@ __all__ = [
     "check_batch",
     "crc_valid",
     "decode_records",
+    "encode_record",
+    "pack_batch",
     "parse_batches",
     "parse_header",
     "restamp_in_place",
@@ -61,6 +64,8 @@ _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+"""Attribute bit 6 (KIP-534): ``base_timestamp`` is the batch's delete horizon."""
 
 Buffer = bytes | bytearray | memoryview
 
@@ -105,6 +110,12 @@ class RecordBatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & _CONTROL_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: when set (attribute bit 6), ``base_timestamp`` holds the time after which the log
+        cleaner may drop the batch's tombstones and transaction marker."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
 
     @property
     def last_offset(self) -> int:
@@ -354,6 +365,55 @@ def _encode_blob(blob: bytes | None, out: bytearray) -> None:
         out += blob
 
 
+def encode_record(
+    out: bytearray,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[Header] = (),
+) -> None:
+    """Append one record (its varint length first) to ``out``: what a batch's body is made of."""
+    body = bytearray()
+    body.append(0)  # record attributes: unused in v2
+    _zigzag_bytes(timestamp_delta, body)
+    _zigzag_bytes(offset_delta, body)
+    _encode_blob(key, body)
+    _encode_blob(value, body)
+    _zigzag_bytes(len(headers), body)
+    for header_key, header_value in headers:
+        _encode_blob(header_key.encode("utf-8"), body)
+        _encode_blob(header_value, body)
+    _zigzag_bytes(len(body), out)
+    out += body
+
+
+def pack_batch(header: RecordBatchHeader, body: Buffer) -> bytes:
+    """A whole batch: ``header``'s fields (its length and CRC recomputed) followed by ``body``, the
+    records already encoded (uncompressed, or compressed with the header's codec)."""
+    out = bytearray(HEADER_SIZE)
+    out += body
+    _HEADER.pack_into(
+        out,
+        0,
+        header.base_offset,
+        len(out) - LOG_OVERHEAD,
+        header.partition_leader_epoch,
+        MAGIC,
+        0,
+        header.attributes,
+        header.last_offset_delta,
+        header.base_timestamp,
+        header.max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        header.records_count,
+    )
+    struct.pack_into(">I", out, _CRC_OFFSET, crc32c.crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)
+
+
 def build_batch(
     records: Sequence[RecordInput],
     base_offset: int = 0,
@@ -378,28 +438,13 @@ def build_batch(
     if len(timestamps) != len(records):
         raise ValueError(f"{len(timestamps)} timestamps for {len(records)} records")
     base_timestamp = timestamps[0] if records else 0
-    out = bytearray(HEADER_SIZE)
     body = bytearray()
     for delta, (record, timestamp) in enumerate(zip(records, timestamps, strict=True)):
         key, value, *rest = record
-        headers: Sequence[Header] = rest[0] if rest else ()
-        body.clear()
-        body.append(0)  # record attributes: unused in v2
-        _zigzag_bytes(timestamp - base_timestamp, body)
-        _zigzag_bytes(delta, body)
-        _encode_blob(key, body)
-        _encode_blob(value, body)
-        _zigzag_bytes(len(headers), body)
-        for header_key, header_value in headers:
-            _encode_blob(header_key.encode("utf-8"), body)
-            _encode_blob(header_value, body)
-        _zigzag_bytes(len(body), out)
-        out += body
-    _HEADER.pack_into(
-        out,
-        0,
+        encode_record(body, delta, timestamp - base_timestamp, key, value, rest[0] if rest else ())
+    header = RecordBatchHeader(
         base_offset,
-        len(out) - LOG_OVERHEAD,
+        0,
         partition_leader_epoch,
         MAGIC,
         0,
@@ -412,5 +457,4 @@ def build_batch(
         base_sequence,
         len(records),
     )
-    struct.pack_into(">I", out, _CRC_OFFSET, crc32c.crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
+    return pack_batch(header, body)

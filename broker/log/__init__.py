@@ -1,5 +1,6 @@
 """Partition logs on disk in Kafka's formats: segments, offset, time and aborted-transaction indexes,
-leader epoch cache, idempotent and transactional producers' state and its snapshots."""
+leader epoch cache, idempotent and transactional producers' state and its snapshots, and the
+cleaning of one compacted log (``broker.log.compaction``) with its crash-safe swap (``broker.log.swap``)."""
 
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache

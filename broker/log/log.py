@@ -12,6 +12,9 @@ each roll and on close, and a replay of the batch headers after the latest one, 
 It also follows transactions: markers (:meth:`Log.append_marker` on a leader, replicated batches on
 a follower) end them, aborts are indexed per segment (``.txnindex``) for read_committed fetches
 (:meth:`Log.aborted_transactions`), and open ones bound :meth:`Log.last_stable_offset`.
+
+The log cleaner (``broker.log.compaction``) reads a :meth:`Log.cleaning_view` and swaps cleaned
+segments in with :meth:`Log.replace_segments`, a change that removes bytes like the others.
 """
 
 from __future__ import annotations
@@ -20,20 +23,23 @@ import logging
 import shutil
 import threading
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from broker.checkpoint import fsync_directory
+from broker.log.cleaning_view import CleaningView, LastRecord
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import CHECKPOINT_FILE, LeaderEpochCache
 from broker.log.outcomes import AppendInfo, InvalidRecord, LogClosed, OffsetOutOfRange, UnexpectedAppendOffset
 from broker.log.producer_manager import ProducerStateManager
 from broker.log.producer_state import ProducerStateEntry
 from broker.log.recovery import load_segments, report
+from broker.log.retention import expired_count
 from broker.log.segment import MAX_RELATIVE_OFFSET, BatchInfo, Segment, wall_clock_ms
+from broker.log.swap import begin_swap, finish_swap
 from broker.log.transactions import TxnMarker
 from broker.log.txn_index import collect_aborted
 from broker.log.validation import Batches, checked_batches, leader_batches
@@ -67,6 +73,7 @@ class Log:
         self._recovery_point = recovery_point
         self._lock = threading.Lock()
         self._changes = 0
+        self._truncations = 0
         self._closed = False
         self._producers = ProducerStateManager(directory, self.topic_partition)
 
@@ -407,6 +414,7 @@ class Log:
                 self._start_at(offset)
                 return offset
             keep = bisect_right(segments, offset, key=lambda s: s.base_offset)
+            self._truncations += 1
             with self._changing():
                 self._segments = segments[:keep]
                 for segment in segments[keep:]:
@@ -432,6 +440,7 @@ class Log:
             self._start_at(offset)
 
     def _start_at(self, offset: int) -> None:
+        self._truncations += 1
         with self._changing():
             for segment in self._segments:
                 segment.delete()
@@ -444,25 +453,12 @@ class Log:
     # -- retention
 
     def delete_old_segments(self, now_ms: int, high_watermark: int) -> int:
-        """Delete the oldest segments past ``retention.ms`` or beyond ``retention.bytes``; never the
-        active one nor one holding offsets at or above ``high_watermark``. Returns how many went."""
+        """Delete the oldest segments past ``retention.ms`` or beyond ``retention.bytes`` (see
+        ``broker.log.retention``). Returns how many went."""
         with self._lock:
             self._require_open()
             segments = self._segments
-
-            def deletable(i: int) -> bool:
-                return i < len(segments) - 1 and segments[i + 1].base_offset <= high_watermark
-
-            count = 0
-            if self.config.retention_ms >= 0:
-                oldest_kept = now_ms - self.config.retention_ms
-                while deletable(count) and segments[count].largest_timestamp() < oldest_kept:
-                    count += 1
-            if self.config.retention_bytes >= 0:
-                excess = sum(s.size for s in segments[count:]) - self.config.retention_bytes
-                while deletable(count) and excess - segments[count].size >= 0:
-                    excess -= segments[count].size
-                    count += 1
+            count = expired_count(segments, self.config, now_ms, high_watermark)
             if count == 0:
                 return 0
             with self._changing():
@@ -478,6 +474,39 @@ class Log:
                 self.topic_partition, count, self._log_start_offset,
             )  # fmt: skip
             return count
+
+    # -- compaction (broker.log.compaction)
+
+    def cleaning_view(self) -> CleaningView:
+        """The segments, offsets and producers' last batches a cleaning plans from, at one instant."""
+        with self._lock:
+            self._require_open()
+            last = {
+                e.producer_id: LastRecord(e.batches[-1].last_offset if e.batches else None, e.epoch)
+                for e in self._producers.table.entries()
+            }
+            return CleaningView(
+                self._segments, self._log_start_offset, self._log_end_offset, self._truncations, last
+            )
+
+    def replace_segments(self, cleaned: Segment, replaced: Sequence[Segment], truncations: int) -> bool:
+        """Swap ``cleaned`` (sealed, its files named ``.cleaned``) in for the run of segments
+        ``replaced``, crash-safely (``broker.log.swap``); readers that overlap read again. False, and
+        nothing swapped, if the log is closed, was truncated since its view said ``truncations``, or
+        no longer holds ``replaced`` before its active segment (retention took one)."""
+        with self._lock:
+            segments = self._segments
+            first = next((i for i, s in enumerate(segments) if s is replaced[0]), len(segments))
+            end = first + len(replaced)
+            if self._closed or self._truncations != truncations or end >= len(segments):
+                return False
+            if any(a is not b for a, b in zip(segments[first:end], replaced, strict=True)):
+                return False
+            begin_swap(cleaned)
+            with self._changing():
+                finish_swap(cleaned, replaced)
+                self._segments = (*segments[:first], cleaned, *segments[end:])
+            return True
 
     # -- producer state
 

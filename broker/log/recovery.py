@@ -1,5 +1,6 @@
 """Opening a partition's segments after a clean stop or a crash: trust what was flushed, check the rest.
 
+A swap of cleaned segments that a crash interrupted is finished or undone first (``broker.log.swap``).
 Segments below the recovery point (fsynced before) are trusted when their indexes are sane; from the
 segment holding the recovery point on, every batch is checked, as Kafka's log loader does. A segment
 that ends at or before the recovery point (a clean shutdown flushes to the end) needs no check. The
@@ -27,6 +28,7 @@ from broker.log.segment import (
     Segment,
     offset_from_file_name,
 )
+from broker.log.swap import complete_swaps
 from broker.log.txn_index import TXN_INDEX_SUFFIX
 from protocol.record_batch import RecordBatchHeader
 
@@ -59,6 +61,8 @@ def load_segments(
     a scan never rewinds the cache). A missing or corrupt cache makes every segment checked, so the
     epochs are rebuilt from the first batch on.
     """
+    for line in complete_swaps(directory):
+        log.warning("%s: %s", directory.name, line)
     bases = sorted(
         {b for p in directory.glob(f"*{LOG_SUFFIX}") if (b := offset_from_file_name(p)) is not None}
     )

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from broker.log.index import NO_TIMESTAMP, CorruptIndex, OffsetIndex, TimeIndex
+from broker.log.index import NO_TIMESTAMP, CorruptIndex, IndexFile, OffsetIndex, TimeIndex
 from broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from protocol.record_batch import (
     HEADER_SIZE,
@@ -143,12 +143,18 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> 
 class Segment:
     """A run of batches from ``base_offset`` on, in one file; only the log's writer changes it."""
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int, fd: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, index_interval_bytes: int, fd: int, suffix: str = ""
+    ) -> None:
         self.base_offset = base_offset
-        self.path = directory / file_name(base_offset, LOG_SUFFIX)
-        self.offset_index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset)
-        self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset)
-        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX))
+
+        def named(kind: str) -> Path:
+            return directory / (file_name(base_offset, kind) + suffix)
+
+        self.path = named(LOG_SUFFIX)
+        self.offset_index = OffsetIndex(named(INDEX_SUFFIX), base_offset)
+        self.time_index = TimeIndex(named(TIME_INDEX_SUFFIX), base_offset)
+        self.txn_index = TransactionIndex(named(TXN_INDEX_SUFFIX))
         self._fd = fd
         self._interval = index_interval_bytes
         self.size = 0
@@ -161,11 +167,14 @@ class Segment:
         self._bytes_since_index_entry = 0
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
-        """A new, empty segment with empty index files (replacing any files of that name)."""
-        path = directory / file_name(base_offset, LOG_SUFFIX)
+    def create(
+        cls, directory: Path, base_offset: int, index_interval_bytes: int, suffix: str = ""
+    ) -> Segment:
+        """A new, empty segment with empty index files (replacing any files of that name); a
+        ``suffix`` after every file name keeps it apart from the log's own (the cleaner's ``.cleaned``)."""
+        path = directory / (file_name(base_offset, LOG_SUFFIX) + suffix)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        segment = cls(directory, base_offset, index_interval_bytes, fd)
+        segment = cls(directory, base_offset, index_interval_bytes, fd, suffix)
         segment.offset_index.file.rewrite(b"")
         segment.time_index.file.rewrite(b"")
         segment.txn_index.reset()
@@ -409,11 +418,18 @@ class Segment:
         fd, self._fd = self._fd, -1
         os.close(fd)
 
-    def delete(self) -> None:
+    def index_files(self) -> tuple[IndexFile, ...]:
+        return (self.offset_index.file, self.time_index.file, self.txn_index.file)
+
+    def release(self) -> None:
+        """Close every descriptor and write nothing: the segment was replaced, its names reused."""
         if self._fd >= 0:
             self.close_index_files()
             fd, self._fd = self._fd, -1
             os.close(fd)
+
+    def delete(self) -> None:
+        self.release()
         self.path.unlink(missing_ok=True)
-        for index in (self.offset_index, self.time_index, self.txn_index):
-            index.file.path.unlink(missing_ok=True)
+        for index_file in self.index_files():
+            index_file.path.unlink(missing_ok=True)

@@ -32,18 +32,33 @@ def test_values_kafka_refuses_are_refused(name: str, value: str) -> None:
 
 
 @pytest.mark.parametrize("value", ["compact", "delete,compact"])
-def test_compaction_is_well_formed_in_zookeeper_but_refused_through_the_admin_api(value: str) -> None:
+def test_compaction_is_accepted_through_the_admin_api(value: str) -> None:
     check_value("cleanup.policy", value)  # as Kafka stores __consumer_offsets' config
-    with pytest.raises(AdminFailure, match="never compacted") as refused:
-        check_configs({"cleanup.policy": value})
+    check_configs({"cleanup.policy": value, "min.cleanable.dirty.ratio": "0.1", "delete.retention.ms": "0"})
+
+
+@pytest.mark.parametrize(
+    ("configs", "refusal"),
+    [
+        ({"min.cleanable.dirty.ratio": "1.5"}, "no more than 1"),
+        ({"min.cleanable.dirty.ratio": "lots"}, "Not a number"),
+        ({"delete.retention.ms": "-1"}, "at least 0"),
+        ({"max.compaction.lag.ms": "0"}, "at least 1"),
+        ({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, "conflict topic config setting"),
+    ],
+)
+def test_compaction_settings_kafka_refuses_are_refused(configs: dict[str, str], refusal: str) -> None:
+    with pytest.raises(AdminFailure, match=refusal) as refused:
+        check_configs(configs)
     assert refused.value.code == ErrorCode.INVALID_CONFIG
 
 
-def test_a_policy_without_delete_turns_retention_off() -> None:
+def test_a_policy_without_delete_turns_retention_off_and_compact_turns_the_cleaner_on() -> None:
     base = LogConfig(retention_ms=1000, retention_bytes=4096)
-    kept = log_config_for(base, {"cleanup.policy": "compact", "retention.ms": "5"})
-    assert (kept.retention_ms, kept.retention_bytes) == (-1, -1)
-    deleting = log_config_for(base, {"cleanup.policy": "compact,delete"})
+    kept = log_config_for(base, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.25"})
+    assert (kept.delete, kept.compact, kept.min_cleanable_ratio) == (False, True, 0.25)
+    deleting = log_config_for(base, {"cleanup.policy": "compact,delete", "delete.retention.ms": "5"})
+    assert (deleting.delete, deleting.compact, deleting.delete_retention_ms) == (True, True, 5)
     assert (deleting.retention_ms, deleting.retention_bytes) == (1000, 4096)
 
 
@@ -171,7 +186,7 @@ async def test_retention_changed_through_the_admin_api_deletes_old_segments_with
 
 
 @pytest.mark.zookeeper
-async def test_kafka_python_alter_configs_sets_and_refuses_compaction(cluster: Cluster) -> None:
+async def test_kafka_python_alter_configs_sets_compaction_and_refuses_a_bad_ratio(cluster: Cluster) -> None:
     await cluster.start((1,))
     await cluster.topic("settings", {0: (1,)})
     servers = cluster.bootstrap()
@@ -182,10 +197,14 @@ async def test_kafka_python_alter_configs_sets_and_refuses_compaction(cluster: C
         client = KafkaAdminClient(bootstrap_servers=servers)
         try:
             ok = client.alter_configs(
-                [ConfigResource(ConfigResourceType.TOPIC, "settings", configs={"retention.bytes": "1000000"})]
+                [ConfigResource(ConfigResourceType.TOPIC, "settings", configs={"cleanup.policy": "compact"})]
             )
             bad = client.alter_configs(
-                [ConfigResource(ConfigResourceType.TOPIC, "settings", configs={"cleanup.policy": "compact"})]
+                [
+                    ConfigResource(
+                        ConfigResourceType.TOPIC, "settings", configs={"min.cleanable.dirty.ratio": "2"}
+                    )
+                ]
             )
             return ok, bad
         finally:
@@ -195,6 +214,6 @@ async def test_kafka_python_alter_configs_sets_and_refuses_compaction(cluster: C
     # kafka-python 3 answers per resource: "OK" or the error
     assert ok == {"topic": {"settings": "OK"}}
     refused = bad["topic"]["settings"]
-    assert refused.startswith("[Error 40]") and "compact" in refused
+    assert refused.startswith("[Error 40]") and "min.cleanable.dirty.ratio" in refused
     data, _ = await cluster.admin.get("/config/topics/settings")
-    assert json.loads(data)["config"] == {"retention.bytes": "1000000"}
+    assert json.loads(data)["config"] == {"cleanup.policy": "compact"}

@@ -4,9 +4,8 @@ and exactly_once_v2.
 ``programs/WordCount.java`` is Kafka's WordCountDemo (lines in, a count per word out, through a
 repartition topic and a changelogged state store). Lines produced before it starts must come out as
 the right final counts. Streams creates its changelog topics with ``cleanup.policy=compact``, which the
-brokers refuse (logs are never compacted here), so at Streams' defaults the application stops at start:
-a strict xfail naming that gap. With ``topic.cleanup.policy=delete`` and ``topic.retention.ms=-1`` its
-internal topics are kept whole instead, which is what a compacted topic is here, and it runs.
+brokers compact (``broker.cleaner``); the runs with ``topic.cleanup.policy=delete`` and
+``topic.retention.ms=-1`` keep its internal topics whole instead.
 """
 
 from __future__ import annotations
@@ -42,10 +41,6 @@ LINES = [
 EXPECTED = Counter(word for line in LINES for word in line.lower().split())
 KEPT_WHOLE = ("topic.cleanup.policy=delete", "topic.retention.ms=-1")
 """Streams settings for its internal topics: delete policy, no retention (a log kept whole)."""
-COMPACTION_REFUSED = (
-    "InvalidConfigurationException: cleanup.policy=compact is not supported by this cluster "
-    "(logs are never compacted)"
-)
 
 
 def produce_lines(cluster: Cluster) -> None:
@@ -161,10 +156,8 @@ async def test_word_count_exactly_once_v2(cluster: Cluster, tmp_path: Path, vers
     assert sum(offsets.values()) == len(LINES), offsets
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="gap: cleanup.policy=compact is refused")
 async def test_word_count_at_streams_defaults(cluster: Cluster, tmp_path: Path) -> None:
-    """Streams' changelog topics ask for compaction: an xfail while the brokers refuse it (only)."""
+    """Streams' changelog topics ask for compaction, which the brokers accept and do."""
     counts, printed = await word_count(cluster, tmp_path, VERSION_IDS[-1])
-    if "failed" in printed and COMPACTION_REFUSED not in printed:
-        pytest.fail(f"the application failed otherwise than the listed gap:\n{printed}")
     assert counts == EXPECTED, printed
+    assert "state RUNNING" in printed and "failed" not in printed

@@ -1,0 +1,215 @@
+"""The log cleaner's threads (Kafka's LogCleaner and CleanerThread): each cleans the dirtiest
+compacted log, sleeps ``log.cleaner.backoff.ms`` when none is due, and reports what it did.
+
+A cleaning that fails marks its log uncleanable (logged, counted by the metrics, a
+``log_uncleanable`` event) and the thread goes on; an aborted one (the log was deleted or truncated,
+or the broker is stopping) is simply dropped. Only an error outside any log's cleaning ends a thread,
+logged and counted as dead (Kafka's DeadThreadCount). Stopping wakes sleeping threads, aborts their
+cleanings at the next batch and joins them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker.cleaner.config import CleanerConfig
+from broker.cleaner.manager import CleanerManager, LogToClean
+from broker.cleaner.throttler import Throttler
+from broker.log import Log, LogClosed
+from broker.log.compaction import Cleaner, CleanerStats, CleaningAborted
+from broker.log.offset_map import OffsetMap
+from broker.log.segment import wall_clock_ms
+from zkstore.znodes import TopicPartition
+
+__all__ = ["CleanerThread", "LogCleaner"]
+
+log = logging.getLogger("broker.cleaner")
+
+
+class CleanerStopping(CleaningAborted):
+    """The cleaner is shutting down: the cleaning in progress stops at the next batch."""
+
+
+@dataclass
+class CleanerThread:
+    """One cleaning thread's state; :meth:`LogCleaner.clean_once` runs one round of its loop."""
+
+    index: int
+    cleaner: Cleaner
+    current: list[TopicPartition]
+    """The partition being cleaned (none or one): what the cleaner's abort checks look at."""
+    last_stats: CleanerStats = field(default_factory=CleanerStats)
+    last_compaction_delay_ms: int = 0
+    thread: threading.Thread | None = None
+    dead: bool = False
+
+
+class LogCleaner:
+    """The cleaner of one log directory: ``start`` it with the partitions' high watermarks, ``stop`` it
+    at shutdown, ``abort(tp)`` before a log is deleted."""
+
+    def __init__(
+        self,
+        config: CleanerConfig,
+        log_dir: Path,
+        logs: Callable[[], Mapping[TopicPartition, Log]],
+        emit: Callable[..., Any] | None = None,
+        *,
+        high_watermark: Callable[[TopicPartition], int | None] = lambda tp: None,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.config = config
+        self.emit = emit
+        self.clock_ms = clock_ms
+        self._high_watermark = high_watermark
+        self.manager = CleanerManager(log_dir, logs, lambda tp: self._high_watermark(tp))
+        self.throttler = Throttler(config.io_max_bytes_per_second)
+        self._stopping = threading.Event()
+        self.threads = [self._worker(i) for i in range(config.threads)]
+        self.cleanings = 0
+        """Cleanings completed since start (all threads)."""
+
+    def _worker(self, index: int) -> CleanerThread:
+        holder: list[TopicPartition] = []
+
+        def check_done() -> None:
+            if self._stopping.is_set():
+                raise CleanerStopping("the log cleaner is stopping")
+            if holder:
+                self.manager.check_aborted(holder[0])
+
+        cleaner = Cleaner(
+            OffsetMap(self.config.map_memory, self.config.dedupe_buffer_load_factor),
+            io_buffer_size=self.config.thread_io_buffer_size,
+            throttle=self.throttler.maybe_throttle,
+            check_done=check_done,
+        )
+        return CleanerThread(index, cleaner, holder)
+
+    # -- lifetime
+
+    def start(self, high_watermark: Callable[[TopicPartition], int | None]) -> None:
+        """Start the threads; ``high_watermark`` bounds what each partition's cleaning may reach."""
+        self._high_watermark = high_watermark
+        self._stopping.clear()
+        for worker in self.threads:
+            worker.thread = threading.Thread(
+                target=self._run, args=(worker,), name=f"kafka-log-cleaner-thread-{worker.index}", daemon=True
+            )
+            worker.thread.start()
+        log.info("log cleaner started: %d thread(s)", len(self.threads))
+
+    def stop(self) -> None:
+        self._stopping.set()
+        for worker in self.threads:
+            if worker.thread is not None:
+                worker.thread.join()
+                worker.thread = None
+
+    def abort(self, tp: TopicPartition, *, forget: bool = False) -> None:
+        """Abort the cleaning of ``tp`` (if any) and wait for it; ``forget``: the log is deleted."""
+        self.manager.abort(tp, forget=forget)
+
+    def _run(self, worker: CleanerThread) -> None:
+        try:
+            while not self._stopping.is_set():
+                if not self.clean_once(worker):
+                    self._stopping.wait(self.config.backoff_ms / 1000.0)
+        except Exception:
+            worker.dead = True
+            log.exception("log cleaner thread %d died", worker.index)
+
+    # -- one round
+
+    def clean_once(self, worker: CleanerThread | None = None, *, now_ms: int | None = None) -> bool:
+        """Clean the dirtiest log due, if any; True if one was cleaned (tests call it directly)."""
+        worker = worker or self.threads[0]
+        now = self.clock_ms() if now_ms is None else now_ms
+        chosen, delay = self.manager.grab_filthiest(now)
+        worker.last_compaction_delay_ms = delay
+        if chosen is None:
+            return False
+        current = worker.current
+        current[:] = [chosen.tp]
+        end_offset = None
+        try:
+            end_offset, stats = worker.cleaner.clean(
+                chosen.log, chosen.first_dirty, chosen.first_uncleanable, now
+            )
+            worker.last_stats = stats
+            self.cleanings += 1
+            self._report(chosen, end_offset, stats)
+        except CleaningAborted as exc:
+            log.info("%s: cleaning aborted: %s", chosen.log.topic_partition, exc)
+        except Exception as exc:
+            if _changed(chosen):  # what failed was reading a log cut or deleted meanwhile
+                log.info("%s: cleaning aborted: the log changed (%s)", chosen.log.topic_partition, exc)
+            else:
+                log.exception("%s: cleaning failed: marked uncleanable", chosen.log.topic_partition)
+                self.manager.mark_uncleanable(chosen.tp)
+                if self.emit is not None:
+                    self.emit("log_uncleanable", topic_partition=chosen.log.topic_partition, error=repr(exc))
+        finally:
+            current.clear()
+            self.manager.done(chosen, end_offset)
+        return end_offset is not None
+
+    def _report(self, cleaned: LogToClean, end_offset: int, stats: CleanerStats) -> None:
+        log.info(
+            "%s: cleaned [%d, %d): %d bytes read, %d written, %d of %d records kept in %.3f s "
+            "(map %.1f%% full)",
+            cleaned.log.topic_partition, cleaned.first_dirty, end_offset, stats.bytes_read,
+            stats.bytes_written, stats.records_written, stats.records_read, stats.elapsed_s,
+            100 * stats.buffer_utilization,
+        )  # fmt: skip
+        if self.emit is not None:
+            self.emit(
+                "log_cleaned",
+                topic_partition=cleaned.log.topic_partition,
+                start_offset=cleaned.first_dirty,
+                end_offset=end_offset,
+                bytes_read=stats.bytes_read,
+                bytes_written=stats.bytes_written,
+                records_kept=stats.records_written,
+                records_removed=stats.records_read - stats.records_written,
+                compressed_batches_kept=stats.compressed_batches_kept,
+                seconds=round(stats.elapsed_s, 3),
+            )
+
+    # -- what the metrics read (Kafka's gauges)
+
+    def max_buffer_utilization_percent(self) -> float:
+        return max((100 * w.last_stats.buffer_utilization for w in self.threads), default=0.0)
+
+    def recopy_percent(self) -> float:
+        read = sum(w.last_stats.bytes_read for w in self.threads)
+        written = sum(w.last_stats.bytes_written for w in self.threads)
+        return float(int(100 * written / max(read, 1)))
+
+    def max_clean_secs(self) -> float:
+        return max((w.last_stats.elapsed_s for w in self.threads), default=0.0)
+
+    def max_compaction_delay_secs(self) -> float:
+        return max((w.last_compaction_delay_ms for w in self.threads), default=0) / 1000.0
+
+    def dead_threads(self) -> int:
+        return sum(w.dead for w in self.threads)
+
+    def max_dirty_percent(self) -> float:
+        return float(int(100 * self.manager.dirtiest_ratio))
+
+    def time_since_last_run_ms(self) -> float:
+        return float(wall_clock_ms() - self.manager.last_run_ms)
+
+
+def _changed(chosen: LogToClean) -> bool:
+    """Whether the log was truncated or closed since it was chosen."""
+    try:
+        return chosen.log.cleaning_view().truncations != chosen.truncations
+    except LogClosed:
+        return True

@@ -1,0 +1,319 @@
+"""Cleaning one compacted log: Kafka's Cleaner, run by a thread of ``broker.cleaner``.
+
+A cleaning covers the log from its start up to an end the offset map decides. The map is built over
+the dirty section [first dirty offset, upper bound) (the bound: the first uncleanable offset, which
+``broker.cleaner`` picks), key by key, until it fills; the cleaning ends after the last offset it
+covers. Then every segment before that end is copied, in groups of consecutive segments that fit
+``segment.bytes`` together, each group into one ``.cleaned`` segment swapped in for the group
+(``Log.replace_segments``). A record stays if it is the latest of its key (or newer than anything
+mapped); a tombstone and a transaction marker whose transaction has nothing left stay until their
+delete horizon (``broker.log.batch_filter``); an aborted transaction's records go
+(``broker.log.cleaned_txns``); the last batch of each producer and of the round stays, emptied if need
+be. The active segment is never touched.
+
+Files are read through descriptors of the cleaner's own, so a segment that the log deletes meanwhile
+(retention, truncation) is still read whole, and the swap then refuses: the cleaning is aborted.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from broker.log.batch_filter import Copied, copy_batch
+from broker.log.cleaned_txns import CleanedTransactions
+from broker.log.cleaning_view import CleaningView, LastRecord
+from broker.log.log import Log
+from broker.log.offset_map import OffsetMap
+from broker.log.segment import BatchInfo, Segment, walk
+from broker.log.swap import CLEANED_SUFFIX
+from broker.log.txn_index import AbortedTxn, collect_aborted
+from protocol.record_batch import Record, RecordBatchHeader, decode_records
+
+__all__ = ["Cleaner", "CleanerStats", "CleaningAborted", "group_by_size", "segments_between"]
+
+INT32_MAX = 2**31 - 1
+
+
+class CleaningAborted(Exception):
+    """The log changed under the cleaning (truncated, deleted, closed), or the cleaner is stopping."""
+
+
+@dataclass
+class CleanerStats:
+    """One cleaning's figures (Kafka's CleanerStats): what the metrics and the ``log_cleaned`` event say."""
+
+    started: float = field(default_factory=time.monotonic)
+    map_done: float = 0.0
+    ended: float = 0.0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    map_bytes_read: int = 0
+    map_records_read: int = 0
+    records_read: int = 0
+    records_written: int = 0
+    invalid_records: int = 0
+    """Records without a key: a compacted log drops them."""
+    compressed_batches_kept: int = 0
+    """Compressed batches copied whole: their records cannot be decoded here."""
+    buffer_utilization: float = 0.0
+
+    @property
+    def elapsed_s(self) -> float:
+        return max(self.ended - self.started, 0.0)
+
+    @property
+    def elapsed_index_s(self) -> float:
+        return max(self.map_done - self.started, 0.0)
+
+
+def segments_between(segments: Sequence[Segment], start: int, end: int) -> list[Segment]:
+    """Kafka's ``logSegments(start, end)``: the segment holding ``start`` and the later ones below ``end``."""
+    if start >= end:
+        return []
+    first = max(bisect_right(segments, start, key=lambda s: s.base_offset) - 1, 0)
+    return [s for s in segments[first:] if s.base_offset < end]
+
+
+def aborted_between(segments: Sequence[Segment], start: int, end: int) -> list[AbortedTxn]:
+    """The aborted transactions overlapping [``start``, ``end``) (Kafka's collectAbortedTransactions)."""
+    first = max(bisect_right(segments, start, key=lambda s: s.base_offset) - 1, 0)
+    return collect_aborted((s.txn_index for s in segments[first:]), start, end)
+
+
+def group_by_size(segments: Sequence[Segment], max_size: int, first_uncleanable: int) -> list[list[Segment]]:
+    """Consecutive segments whose sizes add up to at most ``max_size`` (segment.bytes) and whose offsets
+    fit one segment's int32 relative offsets (Kafka's groupSegmentsBySize)."""
+    groups: list[list[Segment]] = []
+    rest = list(segments)
+    while rest:
+        group, size = [rest[0]], rest[0].size
+        rest = rest[1:]
+        while rest and size + rest[0].size <= max_size:
+            last = rest[1].base_offset - 1 if len(rest) > 1 else first_uncleanable - 1
+            if rest[0].size and last - group[0].base_offset > INT32_MAX:
+                break
+            group.append(rest[0])
+            size += rest[0].size
+            rest = rest[1:]
+        groups.append(group)
+    return groups
+
+
+class Cleaner:
+    """One cleaner thread's worker: its offset map and I/O buffer size, and two callbacks, ``throttle``
+    (bytes read or written, for log.cleaner.io.max.bytes.per.second) and ``check_done`` (raises
+    CleaningAborted when the cleaning must stop)."""
+
+    def __init__(
+        self,
+        offset_map: OffsetMap,
+        *,
+        io_buffer_size: int = 512 * 1024,
+        throttle: Callable[[int], None] = lambda n: None,
+        check_done: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.map = offset_map
+        self.io_buffer_size = max(io_buffer_size, 4096)
+        self.throttle = throttle
+        self.check_done = check_done
+
+    def clean(self, log: Log, first_dirty: int, upper_bound: int, now_ms: int) -> tuple[int, CleanerStats]:
+        """Clean ``log`` from its start to where the map filled (at most ``upper_bound``); returns the
+        next dirty offset (the new checkpoint) and the figures. CleaningAborted if the log changed."""
+        stats = CleanerStats()
+        view = log.cleaning_view()
+        upper_bound = min(upper_bound, view.active_base)
+        self._build_offset_map(view, first_dirty, upper_bound, stats)
+        end = max(self.map.latest_offset + 1, first_dirty)
+        stats.map_done = time.monotonic()
+        txns = CleanedTransactions()
+        cleanable = [s for s in view.segments[:-1] if s.base_offset < end]
+        for group in group_by_size(cleanable, log.config.segment_bytes, upper_bound):
+            self._clean_group(log, view, group, txns, now_ms, upper_bound, stats)
+        stats.buffer_utilization = self.map.utilization
+        stats.ended = time.monotonic()
+        return end, stats
+
+    @contextmanager
+    def _reading(self, segment: Segment) -> Iterator[int]:
+        """A descriptor of the cleaner's own on ``segment``'s file (see the module docstring)."""
+        try:
+            fd = os.open(segment.path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise CleaningAborted(f"{segment.path.name} was deleted") from None
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _batches(self, segment: Segment, start: int) -> Iterator[tuple[RecordBatchHeader, memoryview]]:
+        with self._reading(segment) as fd:
+            for _, header, batch in walk(fd, start, segment.size, whole=True, chunk=self.io_buffer_size):
+                self.check_done()
+                self.throttle(header.size)
+                yield header, batch
+
+    # -- the offset map
+
+    def _build_offset_map(self, view: CleaningView, start: int, end: int, stats: CleanerStats) -> None:
+        self.map.clear()
+        dirty = segments_between(view.segments, start, end)
+        txns = CleanedTransactions(aborted_between(view.segments, start, end))
+        for segment, next_start in zip(dirty, [*(s.base_offset for s in dirty[1:]), end], strict=True):
+            self.check_done()
+            if self._map_segment(segment, start, next_start, txns, stats):
+                return
+
+    def _map_segment(
+        self, segment: Segment, start: int, next_start: int, txns: CleanedTransactions, stats: CleanerStats
+    ) -> bool:
+        """Map the keys of ``segment`` at or after ``start``; True if the map filled on the way."""
+        for header, batch in self._batches(segment, segment.offset_index.lookup(start)):
+            stats.map_bytes_read += header.size
+            if header.is_control:
+                txns.on_marker(header, batch)
+                stats.map_records_read += 1
+            elif txns.on_batch(header) or header.compression:
+                stats.map_records_read += header.records_count
+            else:
+                for record in decode_records(batch):
+                    offset = header.base_offset + record.offset_delta
+                    if record.key is not None and offset >= start:
+                        if self.map.full:
+                            return True
+                        self.map.put(record.key, offset)
+                    stats.map_records_read += 1
+            if header.last_offset >= start:
+                self.map.update_latest_offset(header.last_offset)
+        self.map.update_latest_offset(next_start - 1)
+        return False
+
+    # -- copying
+
+    def _clean_group(
+        self,
+        log: Log,
+        view: CleaningView,
+        group: list[Segment],
+        txns: CleanedTransactions,
+        now_ms: int,
+        upper_bound: int,
+        stats: CleanerStats,
+    ) -> None:
+        """Copy ``group`` into one ``.cleaned`` segment and swap it in for the group."""
+        cleaned = Segment.create(
+            log.directory, group[0].base_offset, log.config.index_interval_bytes, suffix=CLEANED_SUFFIX
+        )
+        txns.cleaned_index = cleaned.txn_index
+        try:
+            for i, segment in enumerate(group):
+                segment_end = group[i + 1].base_offset if i + 1 < len(group) else segment.next_offset
+                txns.add_aborted(aborted_between(view.segments, segment.base_offset, segment_end))
+                filter_ = _RecordFilter(self.map, txns, view.last_records, now_ms, upper_bound, stats)
+                self._copy(segment, cleaned, filter_.horizon_after(log.config.delete_retention_ms), stats)
+            cleaned.seal()
+            try:  # the cleaned segment keeps the group's modification time, as in Kafka
+                last_modified = os.stat(group[-1].path).st_mtime_ns
+            except FileNotFoundError:
+                raise CleaningAborted(f"{group[-1].path.name} was deleted") from None
+            os.utime(cleaned.path, ns=(last_modified, last_modified))
+            if not log.replace_segments(cleaned, group, view.truncations):
+                raise CleaningAborted(f"{log.topic_partition} changed during the cleaning")
+        except BaseException:
+            cleaned.delete()
+            raise
+
+    def _copy(self, source: Segment, dest: Segment, filter_: _RecordFilter, stats: CleanerStats) -> None:
+        out = bytearray()
+        infos: list[BatchInfo] = []
+        for header, batch in self._batches(source, 0):
+            stats.bytes_read += header.size
+            copied = filter_.copy(header, batch)
+            stats.records_read += copied.records_read
+            stats.records_written += copied.records_kept
+            stats.compressed_batches_kept += copied.compressed_kept
+            if not copied.data:
+                continue
+            out += copied.data
+            infos.append((header.last_offset, copied.max_timestamp, len(copied.data)))
+            if len(out) >= self.io_buffer_size:
+                self._write(dest, out, infos, stats)
+        if out:
+            self._write(dest, out, infos, stats)
+
+    def _write(self, dest: Segment, out: bytearray, infos: list[BatchInfo], stats: CleanerStats) -> None:
+        dest.append(out, infos)
+        stats.bytes_written += len(out)
+        self.throttle(len(out))
+        out.clear()
+        infos.clear()
+
+
+class _RecordFilter:
+    """Kafka's cleaner RecordFilter: which batches and records of the segments being copied stay."""
+
+    def __init__(
+        self,
+        offset_map: OffsetMap,
+        txns: CleanedTransactions,
+        last_records: Mapping[int, LastRecord],
+        now_ms: int,
+        upper_bound: int,
+        stats: CleanerStats,
+    ) -> None:
+        self.map = offset_map
+        self.txns = txns
+        self.last_records = last_records
+        self.now_ms = now_ms
+        self.new_horizon = now_ms
+        self.upper_bound = upper_bound
+        self.stats = stats
+
+    def horizon_after(self, delete_retention_ms: int) -> _RecordFilter:
+        """Tombstones and markers first met now are kept for ``delete_retention_ms`` (KIP-534)."""
+        self.new_horizon = self.now_ms + delete_retention_ms
+        return self
+
+    def _last_of_producer(self, header: RecordBatchHeader) -> bool:
+        """The batch holding its producer's last sequence (or, after a marker, its latest epoch)."""
+        last = self.last_records.get(header.producer_id) if header.producer_id >= 0 else None
+        if last is None:
+            return False
+        if last.last_data_offset is not None:
+            return bool(header.last_offset == last.last_data_offset)
+        return header.is_control and header.producer_epoch == last.producer_epoch
+
+    def copy(self, header: RecordBatchHeader, batch: memoryview) -> Copied:
+        can_discard = self.txns.on_marker(header, batch) if header.is_control else self.txns.on_batch(header)
+        horizon = header.delete_horizon_ms
+        if header.is_control:
+            discard_records = can_discard and horizon is not None and horizon <= self.now_ms
+        else:
+            discard_records = can_discard
+        retain_empty = self._last_of_producer(header) or header.next_offset == self.upper_bound
+        if discard_records and not retain_empty:
+            return Copied(b"", header.max_timestamp, header.records_count, 0)
+
+        def keep(offset: int, record: Record) -> bool:
+            if header.is_control or offset > self.map.latest_offset:
+                return True
+            if record.key is None:
+                self.stats.invalid_records += 1
+                return False
+            deletes_kept = horizon is None or self.now_ms < horizon
+            return offset >= self.map.get(record.key) and (record.value is not None or deletes_kept)
+
+        return copy_batch(
+            header,
+            batch,
+            discard_records=discard_records,
+            retain_empty=retain_empty,
+            marker_for_empty_txn=can_discard and header.is_control,
+            keep=keep,
+            new_horizon=self.new_horizon,
+        )
