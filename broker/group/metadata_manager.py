@@ -24,6 +24,7 @@ from broker.group.config import GroupConfig
 from broker.group.loader import LoadedPartition
 from broker.group.state import Group, GroupState
 from broker.group.timers import GroupScheduler
+from broker.partition_epochs import PartitionEpochs
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
 from protocol.consumer_offsets import (
@@ -141,7 +142,7 @@ class GroupMetadataManager:
         self.groups: dict[str, Group] = {}
         self.owned: set[int] = set()
         self.loading: set[int] = set()
-        self._epochs: dict[int, int] = {}
+        self._epochs = PartitionEpochs()
         self._on_group_loaded = on_group_loaded
         """Kafka's onGroupLoaded: the protocol starts the loaded members' session timers."""
         self._on_group_removed = on_group_removed
@@ -161,17 +162,8 @@ class GroupMetadataManager:
         """No longer the leader (any thread): forget the partition's groups."""
         self.scheduler.loop.call_soon_threadsafe(self._unload, partition, epoch)
 
-    def _newer_epoch(self, partition: int, epoch: int | None) -> bool:
-        known = self._epochs.get(partition)
-        if epoch is None:
-            return True
-        if known is not None and epoch < known:
-            return False
-        self._epochs[partition] = epoch
-        return True
-
     def _start_load(self, partition: int, epoch: int) -> None:
-        if not self._newer_epoch(partition, epoch) or partition in self.owned or partition in self.loading:
+        if not self._epochs.accept(partition, epoch) or partition in self.owned or partition in self.loading:
             return
         self.loading.add(partition)
         self.scheduler.spawn(self._load(partition, epoch), name=f"load-offsets-{partition}")
@@ -205,7 +197,7 @@ class GroupMetadataManager:
         )
 
     def _unload(self, partition: int, epoch: int | None) -> None:
-        if not self._newer_epoch(partition, epoch):
+        if not self._epochs.accept(partition, epoch):
             return
         was_owned = partition in self.owned or partition in self.loading
         self.owned.discard(partition)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from broker.group.timers import GroupScheduler
 from broker.internal_log import InternalTopicLog
+from broker.partition_epochs import PartitionEpochs
 from broker.txn.state import TxnMetadata
 from daemon.eventlog import EventLog
 from protocol import ErrorCode
@@ -106,7 +107,7 @@ class TransactionStateManager:
         self.loading: dict[int, int] = {}
         self.pending: set[str] = set()
         """Ids with a write in flight: any other change to them is CONCURRENT_TRANSACTIONS meanwhile."""
-        self._epochs: dict[int, int] = {}
+        self._epochs = PartitionEpochs()
         self._on_loaded = on_loaded
         """Called once a partition is loaded: the coordinator finishes what was being committed."""
 
@@ -169,17 +170,8 @@ class TransactionStateManager:
     def on_resignation(self, partition: int, epoch: int | None) -> None:
         self.scheduler.loop.call_soon_threadsafe(self._unload, partition, epoch)
 
-    def _newer_epoch(self, partition: int, epoch: int | None) -> bool:
-        known = self._epochs.get(partition)
-        if epoch is None:
-            return True
-        if known is not None and epoch < known:
-            return False
-        self._epochs[partition] = epoch
-        return True
-
     def _start_load(self, partition: int, epoch: int) -> None:
-        if not self._newer_epoch(partition, epoch) or self.owned.get(partition) == epoch:
+        if not self._epochs.accept(partition, epoch) or self.owned.get(partition) == epoch:
             return
         if self.loading.get(partition) == epoch:
             return
@@ -213,7 +205,7 @@ class TransactionStateManager:
         self._on_loaded(partition, epoch, list(loaded.transactions.values()))
 
     def _unload(self, partition: int, epoch: int | None) -> None:
-        if not self._newer_epoch(partition, epoch):
+        if not self._epochs.accept(partition, epoch):
             return
         was_owned = partition in self.owned or partition in self.loading
         count = self._forget(partition)
