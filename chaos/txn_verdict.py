@@ -72,13 +72,17 @@ def judge_transactions(lines: Iterable[Mapping[str, Any]]) -> TxnVerdict:
     committed_offsets: dict[int, int] | None = None
     source_topic = None
     transformed = 0
+    looped = False
+    """Whether the transform loop ran at all (it must then have transformed every acknowledged input)."""
     for line in lines:
         kind = line.get("kind")
         if kind == "txn_ended":
             ended.append(line)
-        elif kind == "eos_ended" and line["outcome"] == "committed":
-            transformed += 1
+        elif kind == "eos_ended":
+            looped = True
+            transformed += line["outcome"] == "committed"
         elif kind == "eos_group_committed":
+            looped = True
             committed_offsets = {int(p): o for p, o in line["offsets"].items()}
         elif kind == "txn_consumed":
             value = line["value"]
@@ -93,7 +97,7 @@ def judge_transactions(lines: Iterable[Mapping[str, Any]]) -> TxnVerdict:
         elif kind == "consumed" and line.get("topic") == source_topic:
             sources[line["value"]] = (line["partition"], line["offset"])
     verdict = _isolation(ended, visible)
-    eos: dict[str, Any] = _exactly_once(outputs, acked, sources, committed_offsets) if transformed else {}
+    eos: dict[str, Any] = _exactly_once(outputs, acked, sources, committed_offsets) if looped else {}
     return TxnVerdict(**verdict, transformed=transformed, **eos)
 
 
@@ -128,7 +132,9 @@ def _exactly_once(
     sources: Mapping[str, tuple[int, int]],
     committed: Mapping[int, int] | None,
 ) -> dict[str, list[str]]:
-    duplicated = sorted(v for v, n in outputs.items() if n > 1)
+    # this run's inputs only: on a cluster kept from an earlier run, the topics hold that run's too, and
+    # this run's loop (a new group) transforms them again
+    duplicated = sorted(v for v in acked if outputs[v] > 1)
     untransformed = sorted(v for v in acked if v not in outputs)
     wrong: list[str] = []
     if committed is not None:

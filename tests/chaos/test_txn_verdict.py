@@ -84,3 +84,17 @@ def test_offsets_committed_past_an_untransformed_input_or_short_of_a_transformed
     lines[-1] = {"kind": "eos_group_committed", "group": "g", "offsets": {"0": 1, "1": 2}}
     verdict = judge_transactions(lines)
     assert verdict.offsets_wrong == ["s1@0:1 (committed 1)"]
+
+
+def test_an_earlier_runs_outputs_in_a_kept_topic_are_not_this_runs_duplicates() -> None:
+    lines = clean()
+    lines += [seen("eos:earlier-000001", "read_committed", "chaos-eos")] * 2
+    assert judge_transactions(lines).ok
+
+
+def test_a_loop_that_never_committed_leaves_its_inputs_untransformed() -> None:
+    lines = [line for line in clean() if not str(line.get("value", "")).startswith("eos:")]
+    lines = [line for line in lines if line["kind"] != "eos_ended"]
+    lines[-1] = {"kind": "eos_group_committed", "group": "g", "offsets": {}}
+    verdict = judge_transactions(lines)
+    assert verdict.untransformed == ["s0", "s1", "s2", "s3"] and not verdict.ok
