@@ -10,6 +10,9 @@ repeat from one cluster to the next. A run of another cluster than ``.`` is name
 The schema names only the fields the audit uses: kinds disagree on the type of some
 fields they do not share (``partitions`` is a count in ``failover_complete`` and a list in
 ``partitions_added``), and a schema inferred over all kinds would turn those into strings or corrupt rows.
+Where the check that reads a field needs a type another kind contradicts, the field is declared a
+string, which holds any JSON value as its text, and the check parses it (``offsets``: a count in
+``coordinator_loaded``, a map in ``eos_group_committed``); so the other kind's lines are not mistyped.
 
 A line that is not a JSON object with ``ts``, ``node`` and ``kind`` (the torn last line of a killed
 daemon) is counted and reported, never fatal. So is a line whose fields have unexpected types: its other
@@ -106,6 +109,18 @@ FIELDS: list[tuple[str, str]] = [
     ("consistent", "bigint"),
     ("divergences", "array<string>"),
     ("latency_ms", "double"),
+    # the transactional workload's lines (chaos/txn_workload.py): its transactions and read-backs
+    ("transactional_id", "string"),
+    ("txn", "bigint"),
+    ("values", "array<string>"),
+    ("intended", "string"),
+    ("outcome", "string"),
+    ("isolation", "string"),
+    ("group", "string"),
+    ("inputs", "array<array<string>>"),  # [partition, offset, value] each: the numbers as their text
+    # JSON text: a count in coordinator_loaded and group_deleted, partition -> offset in
+    # eos_group_committed (parsed by the check that reads it, pipeline.transactions)
+    ("offsets", "string"),
     (CORRUPT, "string"),
 ]
 

@@ -18,6 +18,7 @@ from pipeline.result import CheckResult
 from pipeline.stats import CLUSTER, cluster_scope, fault_windows, run_windows, statistics
 from pipeline.text import phrase, plural
 from pipeline.timeline import timelines
+from pipeline.transactions import eos_exactly_once, txn_durability, txn_isolation
 from pipeline.workload import NO_LOSS, replicas_consistent, workload_no_duplicates, workload_no_loss
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ def audit(
             no_older_controller_obeyed(events),
             workload_no_loss(history, events),
             workload_no_duplicates(history),
+            txn_isolation(history, events),
+            txn_durability(history, events),
+            eos_exactly_once(history, events),
             replicas_consistent(events),
         ]
         # Each run's time window (a scan of every history line) and its faults' windows, computed once

@@ -262,8 +262,11 @@ def healthy_cluster(log: ClusterLog) -> None:
     log.resigned(c2, 2, "shutting down")
 
 
-def chaos_run(log: ClusterLog, values: int = 6, run: str = RUN) -> list[dict[str, Any]]:
-    """A chaos run whose producer got every value acknowledged and whose final read found them all."""
+def chaos_run(
+    log: ClusterLog, values: int = 6, run: str = RUN, *, transactions: bool = False
+) -> list[dict[str, Any]]:
+    """A chaos run whose producer got every value acknowledged and whose final read found them all;
+    with ``transactions``, also a clean transactional workload (:func:`transactional_workload`)."""
     log.chaos(
         "run_started",
         run=run,
@@ -292,8 +295,66 @@ def chaos_run(log: ClusterLog, values: int = 6, run: str = RUN) -> list[dict[str
         )
     for event in acked:
         log.workload("consumed", run=run, **{k: event[k] for k in ("topic", "partition", "offset", "value")})
+    if transactions:
+        transactional_workload(log, acked, run)
     log.chaos("run_finished", run=run, run_id=run, acked=values, failed=0, consumed=values, duration_s=1.0)
     return acked
+
+
+TXN_OUTCOMES = ("committed", "aborted", "committed", "unknown")
+"""The producer's transactions in a clean transactional workload: the unknown one did commit."""
+
+
+def transactional_workload(
+    log: ClusterLog,
+    acked: list[dict[str, Any]],
+    run: str = RUN,
+    *,
+    unread: frozenset[tuple[str, str]] = frozenset(),
+    offsets: dict[str, int] | None = None,
+) -> list[dict[str, Any]]:
+    """The transactional workload of a chaos run (chaos/txn_workload.py) as it goes right: transactions
+    of two values (one for the third) ending as :data:`TXN_OUTCOMES`, read back with read_committed
+    (all but the aborted one) and read_uncommitted (all); the transform loop's transaction over the
+    ``acked`` inputs aborted once, then committed, with its input offsets, and its outputs read back
+    once each. ``unread`` holds (isolation, value) pairs the read-backs miss (``eos:<value>`` for an
+    output), ``offsets`` replaces the committed offsets. Returns the ``txn_ended`` lines."""
+    ended = []
+    for n, outcome in enumerate(TXN_OUTCOMES):
+        ended.append(
+            log.workload(
+                "txn_ended",
+                run=run,
+                transactional_id=f"chaos-{run}-txn",
+                topic="chaos-txn",
+                txn=n,
+                values=[f"{run}-t{n:05d}-{i}" for i in range(1 if n == 2 else 2)],
+                intended="abort" if outcome == "aborted" else "commit",
+                outcome=outcome,
+                error="_TIMED_OUT" if outcome == "unknown" else None,
+            )
+        )
+    group = f"chaos-{run}-eos"
+    inputs = [[e["partition"], e["offset"], e["value"]] for e in acked]
+    log.workload("eos_ended", run=run, group=group, inputs=inputs[:2], outcome="aborted", error="_FENCED")
+    log.workload("eos_ended", run=run, group=group, inputs=inputs, outcome="committed", error=None)
+    ends: dict[str, int] = {}
+    for partition, offset, _ in inputs:
+        ends[str(partition)] = max(ends.get(str(partition), 0), offset + 1)
+    log.workload("eos_group_committed", run=run, group=group, offsets=ends if offsets is None else offsets)
+
+    def read(topic: str, isolation: str, partition: int, offset: int, value: str) -> None:
+        if (isolation, value) not in unread:
+            log.workload("txn_consumed", run=run, topic=topic, isolation=isolation, partition=partition,
+                         offset=offset, value=value)  # fmt: skip
+
+    for isolation in ("read_committed", "read_uncommitted"):
+        visible = [e for e in ended if isolation == "read_uncommitted" or e["outcome"] != "aborted"]
+        for offset, value in enumerate(v for e in visible for v in e["values"]):
+            read("chaos-txn", isolation, 0, offset, value)
+    for partition, offset, value in inputs:
+        read("chaos-eos", "read_committed", partition, offset, f"eos:{value}")
+    return ended
 
 
 @pytest.fixture

@@ -86,7 +86,7 @@ def broken_and_mended(log: ClusterLog) -> dict[str, float]:
 def campaign(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Two clusters with the same node names, epochs and run name, audited together: seed-1 breaks and
     mends and has one replica found diverged by verify-replicas; seed-2 has a controller epoch won
-    twice."""
+    twice, and a chaos run with a clean transactional workload."""
     from pipeline.load import find_inputs
     from pipeline.report import audit
 
@@ -109,7 +109,7 @@ def campaign(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> d
     two.emit("broker-2", "become_leader", leader=2, leader_epoch=5, **become)
     two.emit("broker-1", "become_follower", leader=2, leader_epoch=3, **become)
     two.elected("controller-1", 2)  # planted: epoch 2 was controller-2's
-    chaos_run(two)
+    chaos_run(two, transactions=True)
     return {"report": audit(spark, find_inputs(root)), "lengths": lengths}
 
 
@@ -126,6 +126,8 @@ def test_each_cluster_is_judged_on_its_own(campaign: dict[str, Any]) -> None:
         else:
             assert check["verdict"] == "passed", check
     assert checks["replicas_consistent"]["examples"][0]["node"] == "verify-replicas"
+    for name in ("txn_isolation", "txn_durability", "eos_exactly_once"):
+        assert checks[name]["details"]["runs"] == [f"seed-2/{RUN}"], "seed-1's run has no history"
 
 
 def test_the_summary_across_runs_and_clusters(campaign: dict[str, Any]) -> None:

@@ -186,6 +186,8 @@ def test_the_audit_submitted_to_a_standalone_cluster_reports_what_the_local_one_
     assert on_cluster["passed"] and here["inputs"]["history_files"] == 2
     checked = {c["name"] for c in here["checks"] if c["verdict"] == "passed" and c["checked"]}
     assert {"workload_no_loss", "one_leader_per_leader_epoch", "broker_epochs_move_forward"} <= checked
+    # the campaign's runs carry the transactional workload (chaos/txn_workload.py): judged, and passed
+    assert {"txn_isolation", "txn_durability", "eos_exactly_once"} <= checked
     # two clusters that each elected controller epoch 1 and gave broker 1 its own czxids: no false
     # split brain, and each seed's run and statistics apart
     assert here["summary"]["clusters"] == list(SEEDS)
