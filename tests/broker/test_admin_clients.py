@@ -66,10 +66,12 @@ async def test_confluent_admin_client_creates_grows_describes_and_deletes_topics
         except KafkaException as exc:
             out["too_many"] = exc.args[0].name()
         compact = client.create_topics([NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact"})])
+        compact["compacted"].result(DEADLINE_S)
+        bad = client.create_topics([NewTopic("bad-ratio", 1, 1, config={"min.cleanable.dirty.ratio": "1.5"})])
         try:
-            compact["compacted"].result(DEADLINE_S)
+            bad["bad-ratio"].result(DEADLINE_S)
         except KafkaException as exc:
-            out["compact"] = exc.args[0].name()
+            out["bad_ratio"] = exc.args[0].name()
         client.create_partitions([NewPartitions("orders", 5)], operation_timeout=30)["orders"].result(
             DEADLINE_S
         )
@@ -83,9 +85,9 @@ async def test_confluent_admin_client_creates_grows_describes_and_deletes_topics
     out = await asyncio.to_thread(admin_calls)
     assert out["again"] == "TOPIC_ALREADY_EXISTS"
     assert out["too_many"] == "INVALID_REPLICATION_FACTOR"
-    assert out["compact"] == "INVALID_CONFIG"
+    assert out["bad_ratio"] == "INVALID_CONFIG"
     assert out["brokers"] == [1, 2, 3] and out["controller"] == 1
-    assert out["listed"] == ["orders", "placed"]
+    assert out["listed"] == ["compacted", "orders", "placed"]
     orders = await assignment(cluster, "orders")
     assert sorted(orders) == [0, 1, 2, 3, 4] and {len(r) for r in orders.values()} == {2}
     assert await topic_config(cluster, "orders") == {"retention.ms": "3600000"}

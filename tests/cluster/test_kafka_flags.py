@@ -109,8 +109,10 @@ async def test_kafka_configs_leader_election_and_consumer_groups_commands(
     assert [(c["name"], c["value"], c["source"]) for c in json.loads(out)] == [
         ("retention.ms", "60000", "DYNAMIC_TOPIC_CONFIG")
     ]
+    for change in ("--add-config", "cleanup.policy=compact"), ("--delete-config", "cleanup.policy"):
+        assert (await cli("configs", *brokers, "--topic", "orders", "--alter", *change))[0] == 0
     status, _, err = await cli(
-        "configs", *brokers, "--topic", "orders", "--alter", "--add-config", "cleanup.policy=compact"
+        "configs", *brokers, "--topic", "orders", "--alter", "--add-config", "min.cleanable.dirty.ratio=2"
     )
     assert status == 1 and "INVALID_CONFIG" in err
     status, out, _ = await cli("configs", *brokers, "--broker", "1", "--describe", "--all")
