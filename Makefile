@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 EXTRAS  := cli,test,lint,spark,bench
 
-.PHONY: run test mixed lint typecheck check bench chaos soak campaign fuzz sim sim-ci install java maven kafka clients clean compose-test spark-test
+.PHONY: run test mixed lint typecheck check bench chaos soak campaign fuzz sim sim-ci install java maven kafka clients clean compose-test spark-test test-long
 
 install: $(STAMP)
 
@@ -83,6 +83,13 @@ test: install java clients kafka
 # distribution, on loopback) against a real two-cluster chaos campaign; CI runs it after make test.
 spark-test: install java
 	$(PY) -m pytest -m spark_cluster tests/pipeline/test_spark_cluster.py
+
+# The long scenarios (tests marked long) whose capability make test covers with a shorter test: the
+# netns chaos run with a zombie broker and a ZooKeeper restart, Kafka's verifiable clients through
+# faults, Prometheus firing every alert it can be made to, and the two heaviest benchmark smoke runs
+# (the audit of a generated directory, Kafka's broker as the anchor). CI runs them after make test.
+test-long: install java clients kafka
+	$(PY) -m pytest -m long
 
 # The long scenarios of a cluster shared with Apache Kafka 3.9 (tests marked mixed): controlled
 # shutdowns and session expiries across implementations, and a chaos run whose controllers are of

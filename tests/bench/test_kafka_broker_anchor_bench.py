@@ -139,6 +139,7 @@ def check_throughput(report: dict[str, Any], records: int) -> None:
 
 
 @pytest.mark.zookeeper
+@pytest.mark.long
 def test_both_brokers_take_the_probes_and_the_perf_tools_records(kafka_jars: str, tmp_path: Path) -> None:
     control_out, throughput_out = tmp_path / "kafka_control_latency.json", tmp_path / "kafka_throughput.json"
     records = 20_000

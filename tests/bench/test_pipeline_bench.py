@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import pipeline
 from bench.audit_logs import generate
 
 
+@pytest.mark.long
 def test_a_quick_run_audits_a_generated_directory_in_fresh_processes(tmp_path: Path) -> None:
     """Two fresh JVMs (floor and audit); the audit passes every check it could judge, and its stderr
     is empty: Spark's start-up lines went to its log."""

@@ -38,6 +38,7 @@ def cluster(tmp_path: Path) -> Iterator[Path]:
         node_control.down(directory)
 
 
+@pytest.mark.long
 def test_a_zombie_broker_and_a_zookeeper_restart_lose_nothing(
     cluster: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

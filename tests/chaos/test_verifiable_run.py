@@ -42,6 +42,7 @@ def raw(run_dir: Path, name: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.zookeeper
+@pytest.mark.long
 def test_kafkas_own_clients_are_acknowledged_consumed_and_judged_through_faults(
     cluster: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -119,6 +119,7 @@ async def freeze_past_its_session(directory: Path, node: str) -> None:
         os.kill(frozen["pid"], signal.SIGCONT)
 
 
+@pytest.mark.long
 async def test_prometheus_answers_every_dashboard_query_and_the_alerts_fire_when_caused(
     directory: Path,
 ) -> None:
