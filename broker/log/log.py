@@ -361,8 +361,10 @@ class Log:
     def last_stable_offset(self, high_watermark: int) -> int:
         """How far read_committed consumers may read: ``high_watermark``, or before it the first offset
         of a transaction still open or whose marker the high watermark has not passed (Kafka's rule,
-        never below the log start). Ended transactions it passed are forgotten on the way, under the
-        writer's lock (held briefly: no I/O)."""
+        never below the log start), forgetting ended ones it passed, under the writer's lock; a log
+        without transactions skips it: callers hold the partition's lock, as such appends do."""
+        if not self._producers.table.transactions:
+            return high_watermark
         with self._lock:
             first = self._producers.table.transactions.first_unstable_offset(high_watermark)
             log_start = self._log_start_offset

@@ -101,6 +101,10 @@ class TransactionTracker:
         self._unreplicated: dict[int, int] = {}
         """First offset -> marker offset of ended transactions the high watermark has not passed."""
 
+    def __bool__(self) -> bool:
+        """Whether any transaction holds the last stable offset back (false in most logs)."""
+        return bool(self._ongoing or self._unreplicated)
+
     def track(self, producer_id: int, first_offset: int) -> None:
         """A producer's entry changed: its open transaction starts at ``first_offset`` (-1: none)."""
         if first_offset >= 0:
