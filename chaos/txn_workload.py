@@ -103,6 +103,15 @@ class _Transactor:
                 self.reset()
                 return "unknown", name
 
+    def failed(self, exc: KafkaException) -> tuple[str, str | None]:
+        """A call inside the transaction failed: abort it if the client says it must be, else start over
+        with a new producer and leave the outcome unknown."""
+        error = _error_of(exc)
+        if error is not None and error.txn_requires_abort():
+            return self.end(commit=False)
+        self.reset()
+        return "unknown", str(exc)
+
     def reset(self) -> None:
         """Drop the producer; the next :meth:`ready` starts a new one, fencing this one."""
         self.producer = None
@@ -148,12 +157,7 @@ class TransactionalProducer:
             producer.flush(CALL_TIMEOUT_S)  # in the log before it ends: an abort then has work to do
             outcome, error = self.transactor.end(commit=not abort)
         except KafkaException as exc:
-            error_of = _error_of(exc)
-            if error_of is not None and error_of.txn_requires_abort():
-                outcome, error = self.transactor.end(commit=False)
-            else:
-                self.transactor.reset()
-                outcome, error = "unknown", str(exc)
+            outcome, error = self.transactor.failed(exc)
         self.history.emit(
             "txn_ended",
             transactional_id=self.transactor.transactional_id,
@@ -232,12 +236,7 @@ class TransformLoop:
             )
             outcome, error = self.transactor.end(commit=True)
         except KafkaException as exc:
-            error_of = _error_of(exc)
-            if error_of is not None and error_of.txn_requires_abort():
-                outcome, error = self.transactor.end(commit=False)
-            else:
-                self.transactor.reset()
-                outcome, error = "unknown", str(exc)
+            outcome, error = self.transactor.failed(exc)
         self.history.emit("eos_ended", group=self.group, inputs=inputs, outcome=outcome, error=error)
         if outcome == "committed":
             self.committed.update(positions)
