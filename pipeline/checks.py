@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pipeline.batch import Batched, Steps
 from pipeline.load import ORDER, POSITION
-from pipeline.result import CheckResult, by_cluster, from_violations, skipped, tally
+from pipeline.result import by_cluster, from_violations, skipped
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -33,7 +34,8 @@ ACTIVE_CONTROLLER_KINDS = (
 STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
 
 
-def one_controller_per_epoch(events: DataFrame) -> CheckResult:
+@Batched
+def one_controller_per_epoch(events: DataFrame) -> Steps:
     """Controller epoch fencing: an epoch is won once, epochs rise over time, and a controller acts only
     with an epoch it won. Two controllers with one epoch could both write ZooKeeper."""
     from pyspark.sql import Window
@@ -83,7 +85,7 @@ def one_controller_per_epoch(events: DataFrame) -> CheckResult:
     violations = twice.unionByName(backwards, allowMissingColumns=True).unionByName(
         foreign, allowMissingColumns=True
     )
-    counts = tally({"elections": elected, "violations": violations, "unseen": unseen})
+    counts = yield {"elections": elected, "violations": violations, "unseen": unseen}
     if not counts["elections"]:
         return skipped(ONE_CONTROLLER, "no controller_elected event")
     details = {}
@@ -96,7 +98,8 @@ def one_controller_per_epoch(events: DataFrame) -> CheckResult:
     )
 
 
-def broker_epochs_increase(events: DataFrame) -> CheckResult:
+@Batched
+def broker_epochs_increase(events: DataFrame) -> Steps:
     """KIP-380: a broker's registrations get strictly rising epochs (czxids), and a controller takes a
     broker for bounced only when its epoch rose, and never sees a broker's epoch go back."""
     from pyspark.sql import Window
@@ -164,7 +167,7 @@ def broker_epochs_increase(events: DataFrame) -> CheckResult:
     violations = repeated.unionByName(false_bounces, allowMissingColumns=True).unionByName(
         regressions, allowMissingColumns=True
     )
-    counts = tally({"registrations": registered, "bounces": bounces, "violations": violations})
+    counts = yield {"registrations": registered, "bounces": bounces, "violations": violations}
     checked = counts["registrations"] + counts["bounces"]
     if not checked:
         return skipped(BROKER_EPOCHS, "no registered event and no bounce")
@@ -185,7 +188,8 @@ def stale_epoch_expected() -> Column:
     )
 
 
-def stale_requests_rejected(events: DataFrame) -> CheckResult:
+@Batched
+def stale_requests_rejected(events: DataFrame) -> Steps:
     """KIP-380 and seed 002 on the broker side: every control request from an older generation is
     refused with STALE_BROKER_EPOCH, and no current request is."""
     from pyspark.sql import functions as F
@@ -221,14 +225,12 @@ def stale_requests_rejected(events: DataFrame) -> CheckResult:
             "error",
         )
     )
-    counts = tally(
-        {
-            "handled": handled,
-            "judged": judged,
-            "stale_refused": judged.filter(F.col("stale") & F.col("refused")),
-            "violations": violations,
-        }
-    )
+    counts = yield {
+        "handled": handled,
+        "judged": judged,
+        "stale_refused": judged.filter(F.col("stale") & F.col("refused")),
+        "violations": violations,
+    }
     if not counts["judged"]:
         return skipped(STALE_REQUESTS, "no control_request_handled event with epochs")
     details = {

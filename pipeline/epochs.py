@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pipeline.batch import Batched, Steps
 from pipeline.leadership import incarnations
 from pipeline.load import ORDER
-from pipeline.result import CheckResult, from_violations, skipped, tally
+from pipeline.result import from_violations, skipped
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,7 +29,8 @@ BROKERS_FORWARD = "broker_epochs_move_forward"
 BECOME = ("become_leader", "become_follower")
 
 
-def partition_epochs_written_once(events: DataFrame) -> CheckResult:
+@Batched
+def partition_epochs_written_once(events: DataFrame) -> Steps:
     """No (partition, partition epoch) appears in two controllers' ``leader_and_isr_change`` lines,
     nor twice in one controller's."""
     from pyspark.sql import functions as F
@@ -42,13 +44,14 @@ def partition_epochs_written_once(events: DataFrame) -> CheckResult:
         F.sort_array(F.collect_set("reason")).alias("reasons"),
     )
     violations = per_version.filter(F.col("writes") > 1).drop("incarnation")
-    counts = tally({"versions": per_version, "violations": violations})
+    counts = yield {"versions": per_version, "violations": violations}
     if not counts["versions"]:
         return skipped(WRITTEN_ONCE, "no leader_and_isr_change event")
     return from_violations(WRITTEN_ONCE, counts["versions"], violations, ["ts"], count=counts["violations"])
 
 
-def broker_epochs_move_forward(events: DataFrame) -> CheckResult:
+@Batched
+def broker_epochs_move_forward(events: DataFrame) -> Steps:
     """In each broker's ``become_*`` sequence of a partition: a leader epoch or partition epoch below
     one it applied before (`went back`), or one process applying a leader epoch twice (`applied twice
     by one process`, which its own rule forbids)."""
@@ -94,7 +97,7 @@ def broker_epochs_move_forward(events: DataFrame) -> CheckResult:
         .when(F.col("leader_epoch") <= F.col("highest_in_process"), F.lit("applied twice by one process"))
     )
     violations = judged.withColumn("why", why).filter(F.col("why").isNotNull()).drop("highest_in_process")
-    counts = tally({"applied": applied, "violations": violations})
+    counts = yield {"applied": applied, "violations": violations}
     if not counts["applied"]:
         return skipped(BROKERS_FORWARD, "no become_leader or become_follower event")
     return from_violations(

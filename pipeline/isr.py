@@ -35,8 +35,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pipeline.batch import Batched, Steps
 from pipeline.load import ORDER, POSITION
-from pipeline.result import CheckResult, from_violations, skipped, tally
+from pipeline.result import from_violations, skipped
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -65,7 +66,8 @@ FINDING_COLUMNS = [
 """A finding's columns: the write, the rule it broke (null if the member may stay), the member, and why."""
 
 
-def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
+@Batched
+def ineligible_never_in_isr(events: DataFrame) -> Steps:
     """The three rules of the module docstring over every leader_and_isr_change."""
     from pyspark.sql import functions as F
 
@@ -79,15 +81,13 @@ def ineligible_never_in_isr(events: DataFrame) -> CheckResult:
         kept.select(*[c for c in FINDING_COLUMNS if c != "registered"]), allowMissingColumns=True
     )
     violations = findings.filter(F.col("rule").isNotNull())
-    counts = tally(
-        {
-            "writes": writes,
-            "unviewed": viewed.filter(F.col("registered").isNull()),
-            "unknown_previous": writes.filter(F.col("previous_isr").isNull()),
-            "carried": findings.filter(F.col("rule").isNull()),
-            "violations": violations,
-        }
-    )
+    counts = yield {
+        "writes": writes,
+        "unviewed": viewed.filter(F.col("registered").isNull()),
+        "unknown_previous": writes.filter(F.col("previous_isr").isNull()),
+        "carried": findings.filter(F.col("rule").isNull()),
+        "violations": violations,
+    }
     if not counts["writes"]:
         return skipped(INELIGIBLE_NEVER_IN_ISR, "no leader_and_isr_change event")
     details = {

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pipeline.batch import Batched, Steps
 from pipeline.load import ORDER
-from pipeline.result import CheckResult, from_violations, skipped, tally
+from pipeline.result import from_violations, skipped
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -21,7 +22,8 @@ ONE_LEADER = "one_leader_per_leader_epoch"
 EPOCHS_GROW = "leader_epochs_grow"
 
 
-def one_leader_per_leader_epoch(events: DataFrame) -> CheckResult:
+@Batched
+def one_leader_per_leader_epoch(events: DataFrame) -> Steps:
     """No two brokers became leader of one partition in one leader epoch."""
     from pyspark.sql import functions as F
 
@@ -30,7 +32,7 @@ def one_leader_per_leader_epoch(events: DataFrame) -> CheckResult:
         F.min("ts").alias("ts"), F.sort_array(F.collect_set("node")).alias("nodes")
     )
     violations = per_epoch.filter(F.size("nodes") > 1)
-    counts = tally({"leaderships": per_epoch, "violations": violations})
+    counts = yield {"leaderships": per_epoch, "violations": violations}
     if not counts["leaderships"]:
         return skipped(ONE_LEADER, "no become_leader event")
     return from_violations(ONE_LEADER, counts["leaderships"], violations, ["ts"], count=counts["violations"])
@@ -54,7 +56,8 @@ def incarnations(events: DataFrame, *kinds: str) -> DataFrame:
     return counted.filter(F.col("kind").isin(*kinds)).drop("deleted")
 
 
-def leader_epochs_grow(events: DataFrame) -> CheckResult:
+@Batched
+def leader_epochs_grow(events: DataFrame) -> Steps:
     """Per partition, the leader epochs controllers write never go below one written before (a topic
     deleted and created again starts over: each deletion begins a new incarnation of the name)."""
     from pyspark.sql import Window
@@ -80,7 +83,7 @@ def leader_epochs_grow(events: DataFrame) -> CheckResult:
             "controller_epoch",
         )
     )
-    counts = tally({"changes": changes, "violations": violations})
+    counts = yield {"changes": changes, "violations": violations}
     if not counts["changes"]:
         return skipped(EPOCHS_GROW, "no leader_and_isr_change event")
     return from_violations(EPOCHS_GROW, counts["changes"], violations, ["ts"], count=counts["violations"])
@@ -89,7 +92,8 @@ def leader_epochs_grow(events: DataFrame) -> CheckResult:
 OLDER_CONTROLLER = "no_older_controller_obeyed"
 
 
-def no_older_controller_obeyed(events: DataFrame) -> CheckResult:
+@Batched
+def no_older_controller_obeyed(events: DataFrame) -> Steps:
     """No broker process applied a control request from a controller epoch older than one it had
     already applied: a deposed controller's requests must find every broker that heard from its
     successor closed to them. A broker that starts again (``broker_started``) knows no epoch yet."""
@@ -125,7 +129,7 @@ def no_older_controller_obeyed(events: DataFrame) -> CheckResult:
             "highest_before",
         )
     )
-    counts = tally({"applied": applied, "violations": violations})
+    counts = yield {"applied": applied, "violations": violations}
     if not counts["applied"]:
         return skipped(OLDER_CONTROLLER, "no applied control request")
     return from_violations(

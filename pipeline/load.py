@@ -123,6 +123,16 @@ FIELDS: list[tuple[str, str]] = [
     ("offsets", "string"),
     (CORRUPT, "string"),
 ]
+HISTORY_FIELDS = {
+    *("ts", "node", "kind", "topic", "partition", "offset", "value", "acks", "idempotent", "latency_ms"),
+    *("error", "transactional_id", "txn", "values", "intended", "outcome", "isolation", "group", "inputs"),
+    "offsets",
+}
+"""The fields of the workload's lines (docs/events.md, "Workload"): all a history keeps of the schema."""
+HISTORY_ONLY = HISTORY_FIELDS - {"ts", "node", "kind", "topic", "partition", "offset", "error", "group"}
+"""Fields only the histories use: the event logs' cache leaves them out."""
+EVENT_COLUMNS = [name for name, _ in FIELDS if name != CORRUPT and name not in HISTORY_ONLY]
+HISTORY_COLUMNS = [name for name, _ in FIELDS if name in HISTORY_FIELDS]
 
 
 class InputError(Exception):
@@ -163,12 +173,13 @@ class Logs:
 
     events: DataFrame
     history: DataFrame
-    parsed: DataFrame
-    """The cached DataFrame both derive from; ``release`` frees it."""
+    cached: list[DataFrame]
+    """The cached lines both derive from; ``release`` frees them."""
     summary: dict[str, Any] = field(default_factory=dict)
 
     def release(self) -> None:
-        self.parsed.unpersist()
+        for lines in self.cached:
+            lines.unpersist()
 
 
 def place(root: Path, path: Path) -> Placement:
@@ -239,15 +250,39 @@ def ddl_schema() -> str:
 
 
 def load(spark: SparkSession, inputs: Inputs) -> Logs:
-    """Read and parse every input once, and cache the result: every check reads it again."""
-    from pyspark.sql import functions as F
+    """Read and parse every input once, and cache the result: every check reads it again.
 
+    The event logs and the histories are cached apart, each with only its own columns: a cached
+    column costs memory on every row even where it is null, and the histories are nearly all of a big
+    directory's lines (ten million of them held every event field besides their own, and the audit ran
+    out of its heap). One job fills both caches while it counts the lines per file."""
     from pipeline.session import fit_to
 
     fit_to(spark, sum(p.stat().st_size for p in (*inputs.event_files, *inputs.history_files)))
+    event_lines = _lines(spark, inputs, inputs.event_files, EVENT_COLUMNS)
+    history_lines = _lines(spark, inputs, inputs.history_files, HISTORY_COLUMNS)
+    good = [
+        None if lines is None else lines.filter(~lines["malformed"]).drop("_line", "malformed", "mistyped")
+        for lines in (event_lines, history_lines)
+    ]
+    events = good[0]
+    assert events is not None  # find_inputs insists on an event log
+    history = good[1] if good[1] is not None else _empty(spark, HISTORY_COLUMNS)
+    cached = [lines for lines in (event_lines, history_lines) if lines is not None]
+    return Logs(events, history, cached, summarise(cached, inputs))
 
+
+def _lines(spark: SparkSession, inputs: Inputs, files: list[Path], columns: list[str]) -> DataFrame | None:
+    """``files`` parsed with the whole schema, then cut to ``columns`` and where each line sits, with
+    ``malformed``, ``mistyped`` and the text of a malformed line (``_line``); cached, not yet filled."""
+    from pyspark.sql import functions as F
+
+    from pipeline.session import SMALL_INPUT_BYTES
+
+    if not files:
+        return None
     # Spark takes paths as Hadoop globs: brackets, braces, * and ? in a directory name are escaped.
-    paths = [re.sub(r"([\\\[\]{}*?])", r"\\\1", str(p)) for p in (*inputs.event_files, *inputs.history_files)]
+    paths = [re.sub(r"([\\\[\]{}*?])", r"\\\1", str(p)) for p in files]
     # Spark names each file by a URL-encoded URI; decoded (a literal "+" kept) it is the path again.
     path = F.url_decode(
         F.regexp_replace(F.regexp_replace("_metadata.file_path", r"^file:(//)?", ""), r"\+", "%2B")
@@ -269,42 +304,56 @@ def load(spark: SparkSession, inputs: Inputs) -> Logs:
         F.col("value").alias("_line"),
         F.from_json("value", ddl_schema(), {"columnNameOfCorruptRecord": CORRUPT}).alias("j"),
     ).select("file", "block", "eid", "_line", "j.*")
-    files = {str(p): inputs.placement(p) for p in (*inputs.event_files, *inputs.history_files)}
-    clusters = F.create_map(*[F.lit(x) for f, pl in files.items() for x in (f, pl.cluster)])
-    runs = F.create_map(*[F.lit(x) for f, pl in files.items() if pl.run for x in (f, pl.run)])
-    parsed = parsed.withColumns(
-        {
-            "cluster": clusters[F.col("file")],
-            "run": runs[F.col("file")]
-            if any(pl.run for pl in files.values())
-            else F.lit(None).cast("string"),
-            "history": F.col("file").isin(*[str(p) for p in inputs.history_files]),
-            "malformed": F.col("ts").isNull() | F.col("node").isNull() | F.col("kind").isNull(),
-        }
+    placed = {str(p): inputs.placement(p) for p in files}
+    clusters = F.create_map(*[F.lit(x) for f, pl in placed.items() for x in (f, pl.cluster)])
+    runs = F.create_map(*[F.lit(x) for f, pl in placed.items() if pl.run for x in (f, pl.run)])
+    malformed = F.col("ts").isNull() | F.col("node").isNull() | F.col("kind").isNull()
+    lines = parsed.select(
+        *POSITION,
+        *columns,
+        clusters[F.col("file")].alias("cluster"),
+        (runs[F.col("file")] if any(pl.run for pl in placed.values()) else F.lit(None).cast("string")).alias(
+            "run"
+        ),
+        malformed.alias("malformed"),
+        (~malformed & F.col(CORRUPT).isNotNull()).alias("mistyped"),
+        # The raw text is kept only where the report may quote it, so the cache holds each line once.
+        F.when(malformed, F.col("_line")).alias("_line"),
     )
-    # The raw text is kept only where the report may quote it, so the cache holds each line once.
-    parsed = parsed.withColumn("_line", F.when(F.col("malformed"), F.col("_line"))).cache()
-    good = parsed.filter(~F.col("malformed")).drop("_line", "malformed", CORRUPT)
-    events = good.filter(~F.col("history")).drop("history")
-    history = good.filter(F.col("history")).drop("history")
-    return Logs(events, history, parsed, summarise(parsed, inputs))
+    if sum(p.stat().st_size for p in files) < SMALL_INPUT_BYTES:
+        # One partition: the checks' windows, groupings and joins over it need no shuffle at all.
+        lines = lines.coalesce(1)
+    return lines.cache()
 
 
-def summarise(parsed: DataFrame, inputs: Inputs) -> dict[str, Any]:
-    """Lines read, and the malformed ones (torn or not JSON objects) per file with a few examples."""
+def _empty(spark: SparkSession, columns: list[str]) -> DataFrame:
+    """No history: an empty table with the history's columns, typed as the schema types them."""
+    types = dict(FIELDS)
+    fields = [("file", "string"), ("block", "bigint"), ("eid", "bigint"), *((c, types[c]) for c in columns)]
+    ddl = ", ".join(f"`{name}` {kind}" for name, kind in [*fields, ("cluster", "string"), ("run", "string")])
+    return spark.createDataFrame([], ddl)
+
+
+def summarise(cached: list[DataFrame], inputs: Inputs) -> dict[str, Any]:
+    """Lines read, and the malformed ones (torn or not JSON objects) per file with a few examples; the
+    job that counts them fills the caches."""
+    from functools import reduce
+
     from pyspark.sql import functions as F
 
     root = inputs.root
-    per_file = parsed.groupBy("file").agg(
+    kept = [c.select("file", "block", "eid", "malformed", "mistyped", "_line") for c in cached]
+    lines = reduce(lambda a, b: a.unionByName(b), kept)
+    per_file = lines.groupBy("file").agg(
         F.count(F.lit(1)).alias("lines"),
         F.sum(F.col("malformed").cast("int")).alias("malformed"),
-        F.sum((~F.col("malformed") & F.col(CORRUPT).isNotNull()).cast("int")).alias("mistyped"),
+        F.sum(F.col("mistyped").cast("int")).alias("mistyped"),
     )
     files = per_file.collect()
     malformed = sum(r["malformed"] for r in files)
     examples = []
     if malformed:
-        bad = parsed.filter("malformed").orderBy("file", "block", "eid").limit(MAX_MALFORMED_EXAMPLES)
+        bad = lines.filter("malformed").orderBy("file", "block", "eid").limit(MAX_MALFORMED_EXAMPLES)
         examples = [
             {"file": relative(r["file"], root), "line": r["_line"][:MALFORMED_TEXT_CHARS]}
             for r in bad.select("file", "_line").collect()

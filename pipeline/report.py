@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.availability import BY_FAULT, availability
+from pipeline.batch import drive
 from pipeline.checks import broker_epochs_increase, one_controller_per_epoch, stale_requests_rejected
 from pipeline.epochs import broker_epochs_move_forward, partition_epochs_written_once
 from pipeline.isr import ineligible_never_in_isr
@@ -41,30 +43,47 @@ def audit(
     logs = load(spark, inputs)
     try:
         events, history = logs.events, logs.history
-        checks: list[CheckResult] = [
-            one_controller_per_epoch(events),
-            broker_epochs_increase(events),
-            stale_requests_rejected(events),
-            ineligible_never_in_isr(events),
-            one_leader_per_leader_epoch(events),
-            leader_epochs_grow(events),
-            partition_epochs_written_once(events),
-            broker_epochs_move_forward(events),
-            no_older_controller_obeyed(events),
-            workload_no_loss(history, events),
-            workload_no_duplicates(history),
-            txn_isolation(history, events),
-            txn_durability(history, events),
-            eos_exactly_once(history, events),
-            replicas_consistent(events),
-        ]
-        # Each run's time window (a scan of every history line) and its faults' windows, computed once
-        # for the statistics, the reaction times and the timelines.
-        windows = run_windows(events, history).cache()
-        faults = fault_windows(events, windows).cache()
-        clusters = inputs.clusters
-        stats = statistics(events, history, windows, faults, clusters)
-        figures = availability(events, windows, faults, clusters)
+        # The work runs in four threads, so that both cores stay busy while one of them waits on a
+        # job of a single task: the checks of the event logs, those of the histories (each group one
+        # Spark job per round, pipeline.batch), the statistics and the reaction times.
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="audit") as pool:
+            on_events = pool.submit(
+                drive,
+                [
+                    one_controller_per_epoch.steps(events),
+                    broker_epochs_increase.steps(events),
+                    stale_requests_rejected.steps(events),
+                    ineligible_never_in_isr.steps(events),
+                    one_leader_per_leader_epoch.steps(events),
+                    leader_epochs_grow.steps(events),
+                    partition_epochs_written_once.steps(events),
+                    broker_epochs_move_forward.steps(events),
+                    no_older_controller_obeyed.steps(events),
+                    replicas_consistent.steps(events),
+                ],
+            )
+            on_history = pool.submit(
+                drive,
+                [
+                    workload_no_loss.steps(history, events),
+                    workload_no_duplicates.steps(history),
+                    txn_isolation.steps(history, events),
+                    txn_durability.steps(history, events),
+                    eos_exactly_once.steps(history, events),
+                ],
+            )
+            # Each run's time window (a scan of every history line) and its faults' windows, computed
+            # once for the statistics, the reaction times and the timelines.
+            windows = run_windows(events, history).cache()
+            faults = fault_windows(events, windows).cache()
+            faults.count()
+            clusters = inputs.clusters
+            stats_done = pool.submit(statistics, events, history, windows, faults, clusters)
+            figures = availability(events, windows, faults, clusters)
+            stats = stats_done.result()
+            checks = on_events.result()
+            found = on_history.result()
+        checks = [*checks[:-1], *found, checks[-1]]  # the report's order: replicas_consistent last
         stats[CLUSTER]["availability"] = figures.get(CLUSTER, {})
         for name, cluster_stats in stats.get("clusters", {}).items():
             cluster_stats["availability"] = figures.get(cluster_scope(name), {})

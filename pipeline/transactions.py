@@ -13,11 +13,13 @@ run did not read would look lost. A run without these lines (older than the work
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pipeline.batch import Answer, Batched, Request, Rows, Steps
 from pipeline.load import ORDER, POSITION
-from pipeline.result import CheckResult, from_violations, skipped, tally
+from pipeline.result import CheckResult, from_violations, skipped
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -49,8 +51,10 @@ class _Scope:
     skip: CheckResult | None = None
 
 
-def _scope(name: str, lines: DataFrame, events: DataFrame, missing: str) -> _Scope:
-    """Which runs hold ``lines``, and which of them finished (one Spark job: the runs are few)."""
+def _scope(
+    name: str, lines: DataFrame, events: DataFrame, missing: str
+) -> Generator[Request, Answer, _Scope]:
+    """Which runs hold ``lines``, and which of them finished (collected: the runs are few)."""
     from pyspark.sql import functions as F
 
     finished = (
@@ -60,7 +64,7 @@ def _scope(name: str, lines: DataFrame, events: DataFrame, missing: str) -> _Sco
         .withColumn("finished", F.lit(True))
     )
     present = lines.groupBy("run").agg(F.collect_set("kind").alias("kinds"))
-    rows = present.join(finished, "run", "left").collect()
+    rows = (yield {"runs": Rows(present.join(finished, "run", "left"))})["runs"]
     if not rows:
         return _Scope(skip=skipped(name, missing))
     complete = sorted(r["run"] for r in rows if r["finished"])
@@ -115,14 +119,15 @@ def _visibility(ended: DataFrame, view: DataFrame) -> DataFrame:
     )
 
 
-def txn_isolation(history: DataFrame, events: DataFrame) -> CheckResult:
+@Batched
+def txn_isolation(history: DataFrame, events: DataFrame) -> Steps:
     """read_committed sees no value of an aborted transaction, every committed transaction whole, and no
     transaction in part, whatever its outcome: one whose outcome the client never learned (``unknown``)
     was committed or aborted by its coordinator, all of it or none."""
     from pyspark.sql import functions as F
 
     every_ended = history.filter(_kind("txn_ended"))
-    scope = _scope(TXN_ISOLATION, every_ended, events, NO_TRANSACTIONS)
+    scope = yield from _scope(TXN_ISOLATION, every_ended, events, NO_TRANSACTIONS)
     if scope.skip is not None:
         return scope.skip
     ended = every_ended.filter(F.col("run").isin(*scope.runs))
@@ -156,7 +161,7 @@ def txn_isolation(history: DataFrame, events: DataFrame) -> CheckResult:
     )
     parts = {"transactions": ended, "violations": violations}
     parts |= {o: ended.filter(outcome == o) for o in OUTCOMES}
-    counts = tally(parts)
+    counts = yield parts
     details = {**scope.details, "outcomes": {o: counts[o] for o in OUTCOMES if counts[o]}}
     return from_violations(
         TXN_ISOLATION,
@@ -168,20 +173,21 @@ def txn_isolation(history: DataFrame, events: DataFrame) -> CheckResult:
     )
 
 
-def txn_durability(history: DataFrame, events: DataFrame) -> CheckResult:
+@Batched
+def txn_durability(history: DataFrame, events: DataFrame) -> Steps:
     """Every value of a committed transaction is in the read_uncommitted read-back: a value read_committed
     misses may still await its marker, but one that is not even in the log was lost."""
     from pyspark.sql import functions as F
 
     every_ended = history.filter(_kind("txn_ended"))
-    scope = _scope(TXN_DURABILITY, every_ended, events, NO_TRANSACTIONS)
+    scope = yield from _scope(TXN_DURABILITY, every_ended, events, NO_TRANSACTIONS)
     if scope.skip is not None:
         return scope.skip
     committed = every_ended.filter(F.col("run").isin(*scope.runs) & (F.col("outcome") == "committed")).select(
         "ts", *RUN, "transactional_id", "txn", F.explode("values").alias("value")
     )
     lost = committed.join(_read_back(history, "read_uncommitted"), [*RUN, "value"], "left_anti")
-    counts = tally({"values": committed, "lost": lost})
+    counts = yield {"values": committed, "lost": lost}
     if not counts["values"]:
         return skipped(TXN_DURABILITY, "no committed transaction", scope.details)
     return from_violations(
@@ -194,14 +200,15 @@ def txn_durability(history: DataFrame, events: DataFrame) -> CheckResult:
     )
 
 
-def eos_exactly_once(history: DataFrame, events: DataFrame) -> CheckResult:
+@Batched
+def eos_exactly_once(history: DataFrame, events: DataFrame) -> Steps:
     """Every acknowledged acks=all input of the transform loop has exactly one output in the read_committed
     read-back of its output topic, and the offsets the loop last committed cover exactly the inputs it
     transformed: an input read back below its partition's committed offset has an output, none at or
     above it has one. Kafka's exactly-once rests on both: outputs and offsets commit together."""
     from pyspark.sql import functions as F
 
-    scope = _scope(
+    scope = yield from _scope(
         EOS_EXACTLY_ONCE, history.filter(_kind("eos_ended", "eos_group_committed")), events, NO_LOOP
     )
     if scope.skip is not None:
@@ -215,13 +222,11 @@ def eos_exactly_once(history: DataFrame, events: DataFrame) -> CheckResult:
         .unionByName(_never_transformed(acked, copies), allowMissingColumns=True)
         .unionByName(_offsets_wrong(judged, sources, copies), allowMissingColumns=True)
     )
-    counts = tally(
-        {
-            "acked": acked,
-            "violations": violations,
-            "transactions": judged.filter(_kind("eos_ended") & (F.col("outcome") == "committed")),
-        }
-    )
+    counts = yield {
+        "acked": acked,
+        "violations": violations,
+        "transactions": judged.filter(_kind("eos_ended") & (F.col("outcome") == "committed")),
+    }
     details = {**scope.details, "transactions": counts["transactions"]}
     unjudged = sorted(r for r in scope.runs if "eos_group_committed" not in scope.kinds.get(r, set()))
     if unjudged:

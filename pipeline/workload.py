@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.result import CheckResult, from_violations, skipped, tally
+from pipeline.batch import Batched, Rows, Steps
+from pipeline.result import from_violations, skipped
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -22,7 +23,8 @@ NO_DUPLICATES = "workload_no_duplicates"
 PLACE = ["topic", "partition", "offset"]
 
 
-def workload_no_loss(history: DataFrame, events: DataFrame) -> CheckResult:
+@Batched
+def workload_no_loss(history: DataFrame, events: DataFrame) -> Steps:
     """Every produce_acked value of a completed run was consumed."""
     from pyspark.sql import functions as F
 
@@ -32,7 +34,7 @@ def workload_no_loss(history: DataFrame, events: DataFrame) -> CheckResult:
     runs = per_run.join(finished.select("run").distinct().withColumn("finished", F.lit(True)), "run", "left")
     complete: list[str] = []
     incomplete: list[str] = []
-    for row in runs.collect():
+    for row in (yield {"runs": Rows(runs)})["runs"]:
         (complete if row["finished"] else incomplete).append(row["run"])
     if not complete and not incomplete:
         return skipped(NO_LOSS, "no chaos run history")
@@ -48,7 +50,7 @@ def workload_no_loss(history: DataFrame, events: DataFrame) -> CheckResult:
         "run", "value", *PLACE, F.col("ts").alias("acked_at"), "latency_ms"
     )
     acks1_lost = acks1.join(consumed.select("run", "value"), ["run", "value"], "left_anti")
-    counts = tally({"acked": acked, "lost": lost, "acks1": acks1, "acks1_lost": acks1_lost})
+    counts = yield {"acked": acked, "lost": lost, "acks1": acks1, "acks1_lost": acks1_lost}
     if counts["acks1"]:
         details["acks1_acked"], details["acks1_lost"] = counts["acks1"], counts["acks1_lost"]
     result = from_violations(
@@ -59,7 +61,8 @@ def workload_no_loss(history: DataFrame, events: DataFrame) -> CheckResult:
     return result
 
 
-def workload_no_duplicates(history: DataFrame) -> CheckResult:
+@Batched
+def workload_no_duplicates(history: DataFrame) -> Steps:
     """No value consumed at two places, no place consumed with two values, no acknowledged place
     holding another value, and no acknowledged value read back only at another place.
 
@@ -90,7 +93,7 @@ def workload_no_duplicates(history: DataFrame) -> CheckResult:
         .unionByName(_acked_place_elsewhere(acked, consumed), allowMissingColumns=True)
         .unionByName(_acked_value_only_elsewhere(acked, consumed), allowMissingColumns=True)
     )
-    counts = tally({"consumed": consumed, "violations": violations, "resent": resent})
+    counts = yield {"consumed": consumed, "violations": violations, "resent": resent}
     if not counts["consumed"]:
         return skipped(NO_DUPLICATES, "no consumed record")
     return from_violations(
@@ -173,7 +176,8 @@ def _acked_value_only_elsewhere(acked: DataFrame, consumed: DataFrame) -> DataFr
 REPLICAS = "replicas_consistent"
 
 
-def replicas_consistent(events: DataFrame) -> CheckResult:
+@Batched
+def replicas_consistent(events: DataFrame) -> Steps:
     """Every replica held its leader's batches up to the high watermark when a chaos run compared them
     at its end, or ``python -m cluster verify-replicas`` did (``replicas_verified``: both read the
     replicas' disks, which the logs do not hold)."""
@@ -183,8 +187,9 @@ def replicas_consistent(events: DataFrame) -> CheckResult:
     violations = verified.filter(F.size("divergences") > 0).select(
         "ts", "cluster", "run", "node", F.explode("divergences").alias("divergence")
     )
-    counts = tally({"runs": verified, "violations": violations})
+    total = verified.agg(F.sum("partitions").alias("partitions"))
+    counts = yield {"runs": verified, "violations": violations, "partitions": Rows(total)}
     if not counts["runs"]:
         return skipped(REPLICAS, "no chaos run or verify-replicas compared the replicas")
-    checked = verified.agg(F.sum("partitions")).collect()[0][0] or 0
+    checked = counts["partitions"][0]["partitions"] or 0
     return from_violations(REPLICAS, int(checked), violations, ["ts"], count=counts["violations"])
