@@ -18,6 +18,7 @@ from pipeline.load import Inputs, load
 from pipeline.parquet import write_parquet
 from pipeline.result import CheckResult
 from pipeline.stats import CLUSTER, cluster_scope, fault_windows, run_windows, statistics
+from pipeline.suspects import Suspects
 from pipeline.text import phrase, plural
 from pipeline.timeline import timelines
 from pipeline.transactions import eos_exactly_once, txn_durability, txn_isolation
@@ -46,6 +47,7 @@ def audit(
         # The work runs in four threads, so that both cores stay busy while one of them waits on a
         # job of a single task: the checks of the event logs, those of the histories (each group one
         # Spark job per round, pipeline.batch), the statistics and the reaction times.
+        suspects = Suspects(history)
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix="audit") as pool:
             on_events = pool.submit(
                 drive,
@@ -65,8 +67,8 @@ def audit(
             on_history = pool.submit(
                 drive,
                 [
-                    workload_no_loss.steps(history, events),
-                    workload_no_duplicates.steps(history),
+                    workload_no_loss.steps(history, events, suspects),
+                    workload_no_duplicates.steps(history, suspects),
                     txn_isolation.steps(history, events),
                     txn_durability.steps(history, events),
                     eos_exactly_once.steps(history, events),
@@ -83,6 +85,7 @@ def audit(
             stats = stats_done.result()
             checks = on_events.result()
             found = on_history.result()
+        suspects.release()
         checks = [*checks[:-1], *found, checks[-1]]  # the report's order: replicas_consistent last
         stats[CLUSTER]["availability"] = figures.get(CLUSTER, {})
         for name, cluster_stats in stats.get("clusters", {}).items():

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.batch import Batched, Rows, Steps
 from pipeline.result import from_violations, skipped
+from pipeline.suspects import BROADCAST_KEYS, Suspects
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,18 +24,29 @@ NO_DUPLICATES = "workload_no_duplicates"
 PLACE = ["topic", "partition", "offset"]
 
 
+def _suspect_lines(suspects: Suspects, counts: dict[str, int]) -> DataFrame:
+    return suspects.lines(broadcast=counts["suspect_values"] + counts["suspect_places"] <= BROADCAST_KEYS)
+
+
+def _suspect_counts(suspects: Suspects) -> dict[str, DataFrame | Rows]:
+    values, places = suspects.keys()
+    return {"suspect_values": values, "suspect_places": places}
+
+
 @Batched
-def workload_no_loss(history: DataFrame, events: DataFrame) -> Steps:
-    """Every produce_acked value of a completed run was consumed."""
+def workload_no_loss(history: DataFrame, events: DataFrame, suspects: Suspects | None = None) -> Steps:
+    """Every produce_acked value of a completed run was consumed. The lost ones are looked for among
+    the suspects' lines (``pipeline.suspects``; ``suspects`` shares them with workload_no_duplicates)."""
     from pyspark.sql import functions as F
 
-    consumed = history.filter(F.col("kind") == "consumed")
+    suspects = suspects or Suspects(history)
     finished = events.filter(F.col("run").isNotNull() & (F.col("kind") == "run_finished"))
     per_run = history.groupBy("run").agg(F.count(F.when(F.col("kind") == "consumed", True)).alias("consumed"))
     runs = per_run.join(finished.select("run").distinct().withColumn("finished", F.lit(True)), "run", "left")
     complete: list[str] = []
     incomplete: list[str] = []
-    for row in (yield {"runs": Rows(runs)})["runs"]:
+    first = yield {"runs": Rows(runs), **_suspect_counts(suspects)}
+    for row in first["runs"]:
         (complete if row["finished"] else incomplete).append(row["run"])
     if not complete and not incomplete:
         return skipped(NO_LOSS, "no chaos run history")
@@ -43,13 +55,21 @@ def workload_no_loss(history: DataFrame, events: DataFrame) -> Steps:
         details["incomplete_runs"] = sorted(incomplete)
     if not complete:
         return skipped(NO_LOSS, "no run reached its final read", details)
-    every_acked = history.filter((F.col("kind") == "produce_acked") & F.col("run").isin(*complete))
+    lines = _suspect_lines(suspects, first)
     must_survive = F.coalesce(F.col("acks"), F.lit("all")) == "all"
-    acked, acks1 = every_acked.filter(must_survive), every_acked.filter(~must_survive)
-    lost = acked.join(consumed.select("run", "value"), ["run", "value"], "left_anti").select(
-        "run", "value", *PLACE, F.col("ts").alias("acked_at"), "latency_ms"
+
+    def acknowledged(among: DataFrame, survive: bool) -> DataFrame:
+        every_acked = among.filter((F.col("kind") == "produce_acked") & F.col("run").isin(*complete))
+        return every_acked.filter(must_survive if survive else ~must_survive)
+
+    consumed = lines.filter(F.col("kind") == "consumed").select("run", "value")
+    acked, acks1 = acknowledged(history, True), acknowledged(history, False)
+    lost = (
+        acknowledged(lines, True)
+        .join(consumed, ["run", "value"], "left_anti")
+        .select("run", "value", *PLACE, F.col("ts").alias("acked_at"), "latency_ms")
     )
-    acks1_lost = acks1.join(consumed.select("run", "value"), ["run", "value"], "left_anti")
+    acks1_lost = acknowledged(lines, False).join(consumed, ["run", "value"], "left_anti")
     counts = yield {"acked": acked, "lost": lost, "acks1": acks1, "acks1_lost": acks1_lost}
     if counts["acks1"]:
         details["acks1_acked"], details["acks1_lost"] = counts["acks1"], counts["acks1_lost"]
@@ -62,7 +82,7 @@ def workload_no_loss(history: DataFrame, events: DataFrame) -> Steps:
 
 
 @Batched
-def workload_no_duplicates(history: DataFrame) -> Steps:
+def workload_no_duplicates(history: DataFrame, suspects: Suspects | None = None) -> Steps:
     """No value consumed at two places, no place consumed with two values, no acknowledged place
     holding another value, and no acknowledged value read back only at another place.
 
@@ -71,13 +91,18 @@ def workload_no_duplicates(history: DataFrame) -> Steps:
     with retries off, and a batch the old leader had appended and replicated survives beside the
     resent copy. Such a value has every copy in one partition and, when acknowledged, the
     acknowledged copy last; it is counted as ``resent`` in the details, as ``chaos/verdict.py``
-    does, and is not a violation, unless the producer was idempotent (its leader drops resends)."""
+    does, and is not a violation, unless the producer was idempotent (its leader drops resends).
+
+    The rules are judged on the suspects' lines (``pipeline.suspects``), the records read back on all."""
     from pyspark.sql import functions as F
 
-    consumed = history.filter(F.col("kind") == "consumed")
+    suspects = suspects or Suspects(history)
+    lines = _suspect_lines(suspects, (yield _suspect_counts(suspects)))
+    every_read = history.filter(F.col("kind") == "consumed")
+    consumed = lines.filter(F.col("kind") == "consumed")
     # An acks=1 value's place may hold another value after its leader was fenced: that is its loss,
     # allowed and counted by workload_no_loss, not a misplaced value.
-    acked_all = history.filter(
+    acked_all = lines.filter(
         (F.col("kind") == "produce_acked") & (F.coalesce(F.col("acks"), F.lit("all")) == "all")
     )
     acked = acked_all.select("run", *PLACE, F.col("value").alias("acked_value"))
@@ -93,7 +118,7 @@ def workload_no_duplicates(history: DataFrame) -> Steps:
         .unionByName(_acked_place_elsewhere(acked, consumed), allowMissingColumns=True)
         .unionByName(_acked_value_only_elsewhere(acked, consumed), allowMissingColumns=True)
     )
-    counts = yield {"consumed": consumed, "violations": violations, "resent": resent}
+    counts = yield {"consumed": every_read, "violations": violations, "resent": resent}
     if not counts["consumed"]:
         return skipped(NO_DUPLICATES, "no consumed record")
     return from_violations(
