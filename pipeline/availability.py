@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pipeline.load import ORDER
+from pipeline.session import small_side
 from pipeline.stats import CLUSTER, LATENCY_QUANTILES, controller_gaps, scoped, several
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def partition_states(events: DataFrame) -> DataFrame:
     writes = events.filter((F.col("kind") == "leader_and_isr_change") & F.col("topic").isNotNull()).select(
         *ORDER, "cluster", "topic", "partition", "leader", F.size("isr").alias("isr_size")
     )
-    writes = writes.join(F.broadcast(min_isr), writes["cluster"] == min_isr["min_isr_cluster"], "left")
+    writes = writes.join(small_side(min_isr), writes["cluster"] == min_isr["min_isr_cluster"], "left")
     partition = Window.partitionBy("cluster", "topic", "partition")
     states = writes.select(
         *ORDER,
@@ -277,7 +278,7 @@ def _attributed(spells: DataFrame, faults: DataFrame) -> DataFrame:
     # Spells that look alike (two partitions led by one broker) stay two: each has an id of its own.
     spells = spells.withColumn("spell", F.monotonically_increasing_id())
     return (
-        spells.join(F.broadcast(f), inside, "left")
+        spells.join(small_side(f), inside, "left")
         .groupBy(*spells.columns)
         .agg(F.coalesce(F.max_by("fault", "f_start"), F.lit(NO_FAULT)).alias("cause"))
         .drop("spell")
@@ -300,7 +301,7 @@ def leaderless_spells(events: DataFrame, states: DataFrame, faults: DataFrame) -
     )
     # Each partition's state as of each fault: the latest write before it.
     before = written.join(
-        F.broadcast(down), (written["cluster"] == down["f_cluster"]) & (written["ts"] <= down["down"])
+        small_side(down), (written["cluster"] == down["f_cluster"]) & (written["ts"] <= down["down"])
     )
     led = (
         before.groupBy("cluster", "topic", "partition", "victim", "down", "healed")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 CONF = {
     "spark.ui.enabled": "false",
@@ -75,6 +75,16 @@ def fit_to(spark: SparkSession, input_bytes: int) -> None:
     both, as the tests' does)."""
     for key, value in (SMALL if input_bytes < SMALL_INPUT_BYTES else LARGE).items():
         spark.conf.set(key, value)
+
+
+def small_side(df: DataFrame) -> DataFrame:
+    """``df``, a small table about to be joined, as a broadcast, except in a small audit: there the
+    other side is one cached partition that joins without a shuffle, and a broadcast would only add a
+    Spark job of its own (a few hundred milliseconds each)."""
+    from pyspark.sql import functions as F
+
+    small = df.sparkSession.conf.get("spark.sql.shuffle.partitions") == SMALL["spark.sql.shuffle.partitions"]
+    return df if small else F.broadcast(df)
 
 
 def submitted() -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.isr import OFFLINE_REPLICA
 from pipeline.load import ORDER
+from pipeline.session import small_side
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -162,7 +163,7 @@ def scoped(df: DataFrame, windows: DataFrame | None, clusters: list[str] | None 
     if windows is None:
         return everything
     inside = df.join(
-        F.broadcast(windows),
+        small_side(windows),
         (F.col("cluster") == F.col("scope_cluster"))
         & (F.col("ts") >= F.col("start"))
         & (F.col("ts") <= F.col("end")),

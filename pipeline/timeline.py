@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.load import ORDER
+from pipeline.session import small_side
 from pipeline.stats import handled_by_plane
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _until_end(elections: DataFrame, windows: DataFrame) -> DataFrame:
     chosen = elections.select("ts", "cluster", "node", "controller_epoch")
     w = windows.select(F.col("scope").alias("run"), "scope_cluster", "end")
     joined = chosen.join(
-        F.broadcast(w), (chosen["cluster"] == w["scope_cluster"]) & (chosen["ts"] <= w["end"])
+        small_side(w), (chosen["cluster"] == w["scope_cluster"]) & (chosen["ts"] <= w["end"])
     )
     return joined.select("run", "ts", "node", "controller_epoch").orderBy("run", "ts")
 
@@ -87,7 +88,7 @@ def _partition_states(events: DataFrame, windows: DataFrame) -> DataFrame:
     )
     w = windows.select(F.col("scope").alias("run"), "scope_cluster", "start", "end")
     joined = writes.join(
-        F.broadcast(w), (writes["cluster"] == w["scope_cluster"]) & (writes["ts"] <= w["end"])
+        small_side(w), (writes["cluster"] == w["scope_cluster"]) & (writes["ts"] <= w["end"])
     )
     latest_first = Window.partitionBy("run", "topic", "partition", F.col("ts") < F.col("start")).orderBy(
         F.col("ts").desc(), F.col("eid").desc()

@@ -183,3 +183,31 @@ def test_a_run_that_found_a_diverging_replica_fails_replicas_consistent(
     result = replicas_consistent(read(cluster_log).events)
     assert (result.verdict, result.checked, result.violations) == ("failed", 6, 1)
     assert result.examples[0]["divergence"] == "chaos-1: replica 2 at offset 40"
+
+
+def test_only_the_values_and_places_a_rule_could_break_are_suspects(tmp_path: Path, read: Read) -> None:
+    """pipeline.suspects: a healthy run has none. A lost value is a suspect value and place; a value read
+    twice is a suspect value (its second place, read once, is in order); a place read back with
+    another value than acknowledged is a suspect place, and the acknowledged value a suspect value
+    (never read back), while the value read there is in order."""
+    from pipeline.suspects import Suspects
+
+    chaos_run(healthy_log := ClusterLog(tmp_path / "healthy"))
+    healthy = Suspects(read(healthy_log).history)
+    values, places = healthy.keys()
+    assert (values.count(), places.count()) == (0, 0)
+    healthy.release()
+    acked = chaos_run(cluster_log := ClusterLog(tmp_path / "broken"))
+    lost = cluster_log.workload("produce_acked", topic="chaos", partition=1, offset=3, value=f"{RUN}-lost")
+    cluster_log.workload("consumed", topic="chaos", partition=0, offset=7, value=acked[0]["value"])
+    cluster_log.workload("produce_acked", topic="chaos", partition=2, offset=9, value=f"{RUN}-here")
+    cluster_log.workload("consumed", topic="chaos", partition=2, offset=9, value=f"{RUN}-other")
+    suspects = Suspects(read(cluster_log).history)
+    values, places = suspects.keys()
+    assert sorted(r["value"] for r in values.collect()) == sorted(
+        [lost["value"], acked[0]["value"], f"{RUN}-here"]
+    )
+    assert sorted((r["partition"], r["offset"]) for r in places.collect()) == [(1, 3), (2, 9)]
+    # the lost line, the first value's three, and the two at partition 2's offset 9
+    assert suspects.lines(broadcast=True).count() == suspects.lines(broadcast=False).count() == 6
+    suspects.release()
