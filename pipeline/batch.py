@@ -76,8 +76,8 @@ def drive(checks: list[Steps]) -> list[CheckResult]:
 
 
 def answer_all(requests: Mapping[str, DataFrame | Rows]) -> dict[str, Any]:
-    """Counts and rows of every request, from one job: each request becomes (part, row) lines, a
-    count's with a null row, a collect's with its row as JSON, grouped by both and counted."""
+    """Counts and rows of every request, from one job: a count is its DataFrame's count (one row, with
+    a null row text), a collect its rows as JSON text, each row once with how many times it came."""
     from pyspark.sql import functions as F
 
     if not requests:
@@ -87,18 +87,24 @@ def answer_all(requests: Mapping[str, DataFrame | Rows]) -> dict[str, Any]:
         if isinstance(request, Rows):
             df = request.df
             json_row = F.to_json(F.struct(*[F.col(c) for c in df.columns]), JSON_OPTIONS)
-            parts.append(df.select(F.lit(part).alias("part"), json_row.alias("row")))
+            parts.append(
+                df.groupBy(json_row.alias("row"))
+                .agg(F.count(F.lit(1)).alias("n"))
+                .select(F.lit(part).alias("part"), "row", "n")
+            )
         else:
-            parts.append(request.select(F.lit(part).alias("part"), F.lit(None).cast("string").alias("row")))
+            counted = request.agg(F.count(F.lit(1)).alias("n"))
+            no_row = F.lit(None).cast("string").alias("row")
+            parts.append(counted.select(F.lit(part).alias("part"), no_row, "n"))
     union = reduce(lambda a, b: a.unionByName(b), parts)
     answers: dict[str, Any] = {
         part: [] if isinstance(request, Rows) else 0 for part, request in requests.items()
     }
-    for row in union.groupBy("part", "row").count().collect():
+    for row in union.collect():
         if row["row"] is None:
-            answers[row["part"]] = row["count"]
+            answers[row["part"]] = row["n"]
         else:
-            answers[row["part"]] += [json.loads(row["row"])] * row["count"]
+            answers[row["part"]] += [json.loads(row["row"])] * row["n"]
     return answers
 
 

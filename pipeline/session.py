@@ -83,8 +83,12 @@ def small_side(df: DataFrame) -> DataFrame:
     Spark job of its own (a few hundred milliseconds each)."""
     from pyspark.sql import functions as F
 
-    small = df.sparkSession.conf.get("spark.sql.shuffle.partitions") == SMALL["spark.sql.shuffle.partitions"]
-    return df if small else F.broadcast(df)
+    return df if is_small(df.sparkSession) else F.broadcast(df)
+
+
+def is_small(spark: SparkSession) -> bool:
+    """Whether the session is set for a small audit (:func:`fit_to`)."""
+    return spark.conf.get("spark.sql.shuffle.partitions") == SMALL["spark.sql.shuffle.partitions"]
 
 
 def submitted() -> bool:

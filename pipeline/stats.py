@@ -346,26 +346,23 @@ def fault_metrics(faults: DataFrame) -> DataFrame:
 def latencies(history: DataFrame, faults: DataFrame) -> list[Any]:
     """Produce latency per run: overall, while a fault was active and while none was. A record counts as
     sent during a fault when its produce call (ack time minus latency) to its acknowledgement overlaps a
-    fault window."""
+    fault window. The windows are few (collected): each record is judged against its run's, in the
+    one pass that also groups the latencies."""
     from pyspark.sql import functions as F
 
     acked = history.filter(F.col("kind") == "produce_acked").select(
         "run",
-        "ts",
         "latency_ms",
-        F.timestamp_micros(F.unix_micros("ts") - (F.col("latency_ms") * 1000).cast("bigint")).alias("sent"),
+        F.unix_micros("ts").alias("acked"),
+        (F.unix_micros("ts") - (F.col("latency_ms") * 1000).cast("bigint")).alias("sent"),
     )
-    # Renamed: history and chaos events descend from one parsed DataFrame, and a join of two of its
-    # descendants on same-named columns would be ambiguous.
-    windows = faults.select(*[F.col(c).alias("f_" + c) for c in ("run", "start", "end")])
-    overlap = (
-        (F.col("run") == F.col("f_run"))
-        & (F.col("f_start") <= F.col("ts"))
-        & (F.col("f_end") >= F.col("sent"))
-    )
-    during = acked.join(windows, overlap, "left_semi").withColumn("phase", F.lit("during_fault"))
-    outside = acked.join(windows, overlap, "left_anti").withColumn("phase", F.lit("no_fault"))
-    phases = acked.withColumn("phase", F.lit("all")).unionByName(during).unionByName(outside)
+    during = F.lit(False)
+    edges = faults.select("run", F.unix_micros("start").alias("start"), F.unix_micros("end").alias("end"))
+    for window in edges.distinct().collect():
+        overlaps = (F.lit(window["start"]) <= F.col("acked")) & (F.lit(window["end"]) >= F.col("sent"))
+        during = during | ((F.col("run") == window["run"]) & overlaps)
+    phase = F.when(F.coalesce(during, F.lit(False)), "during_fault").otherwise("no_fault")
+    phases = acked.select("run", "latency_ms", F.explode(F.array(F.lit("all"), phase)).alias("phase"))
     quantiles = F.percentile_approx("latency_ms", list(LATENCY_QUANTILES), 10000)
     return (
         phases.groupBy("run", "phase")

@@ -44,6 +44,7 @@ class Suspects:
 
     history: DataFrame
     _keys: tuple[DataFrame, DataFrame] | None = field(default=None, repr=False)
+    _lines: DataFrame | None = field(default=None, repr=False)
 
     def keys(self) -> tuple[DataFrame, DataFrame]:
         """(run, value) of the suspect values and (run, topic, partition, offset) of the suspect places."""
@@ -52,8 +53,14 @@ class Suspects:
         return self._keys
 
     def lines(self, broadcast: bool) -> DataFrame:
-        """The consumed and acknowledged lines of the suspect values and places; ``broadcast`` when
-        the keys are few (their counts, from :meth:`keys`, say so)."""
+        """The consumed and acknowledged lines of the suspect values and places, cached: each check
+        reads them several times. ``broadcast`` when the keys are few (their counts, from
+        :meth:`keys`, say so)."""
+        if self._lines is None:
+            self._lines = self._find(broadcast).cache()
+        return self._lines
+
+    def _find(self, broadcast: bool) -> DataFrame:
         from pyspark.sql import functions as F
 
         values, places = self.keys()
@@ -67,8 +74,8 @@ class Suspects:
         return flagged.filter(F.col("_by_value") | F.col("_by_place")).select(*lines.columns)
 
     def release(self) -> None:
-        for keys in self._keys or ():
-            keys.unpersist()
+        for cached in (*(self._keys or ()), *([self._lines] if self._lines is not None else [])):
+            cached.unpersist()
 
 
 def _values(history: DataFrame) -> DataFrame:
