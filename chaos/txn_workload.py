@@ -36,8 +36,6 @@ ABORT_SHARE = 0.2
 PAUSE_S = 0.05
 """Between two of the producer's transactions."""
 CALL_TIMEOUT_S = 30.0
-READY_TIMEOUT_S = 4 * CALL_TIMEOUT_S
-"""How long a transactional producer may keep failing to start before the workload fails."""
 """What one transactional call may take before its outcome is left unknown."""
 QUIET_POLLS = 6
 """Empty polls in a row (0.5 s each) after which a read-back has everything it will get."""
@@ -107,16 +105,10 @@ class _Transactor:
         self.producer: Producer | None = None
 
     def ready(self) -> Producer:
-        """The producer, started and initialised; ``init_transactions`` is tried again for up to
-        ``READY_TIMEOUT_S``, then its error is raised: a client that can never start must fail the
-        workload, not hold its thread (and the run's end) forever."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
         while self.producer is None:
             try:
                 self.producer = _transactional(self.servers, self.transactional_id)
             except KafkaException as exc:
-                if time.monotonic() >= deadline:
-                    raise
                 log.info("%s: init_transactions failed (%s); again", self.transactional_id, exc)
                 time.sleep(1.0)
         return self.producer
