@@ -48,38 +48,6 @@ def _error_of(exc: KafkaException) -> KafkaError | None:
     return error if isinstance(error, KafkaError) else None
 
 
-COORDINATOR_MOVING = (
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-)
-"""Errors of a group whose coordinator is moving: asked again, whatever the client's retriable flag."""
-
-
-def committed_offsets(
-    consumer: Consumer,
-    partitions: list[TopicPartition],
-    *,
-    deadline_s: float = 2 * CALL_TIMEOUT_S,
-    pause_s: float = 0.5,
-) -> list[TopicPartition]:
-    """The group's committed offsets of ``partitions``, asked again while its coordinator moves or the
-    call times out (a chaos run moves coordinators on purpose); another error, or one that outlasts
-    ``deadline_s``, is raised."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        try:
-            answer: list[TopicPartition] = consumer.committed(partitions, timeout=CALL_TIMEOUT_S)
-            return answer
-        except KafkaException as exc:
-            error = _error_of(exc)
-            again = error is not None and (error.retriable() or error.code() in COORDINATOR_MOVING)
-            if not again or time.monotonic() + pause_s >= deadline:
-                raise
-            log.info("committed offsets: %s; asking again", error.name() if error is not None else exc)
-            time.sleep(pause_s)
-
-
 def _transactional(servers: str, transactional_id: str) -> Producer:
     producer = Producer(
         {
@@ -281,7 +249,7 @@ class TransformLoop:
         assignment = self._consumer.assignment()
         if not assignment:
             return
-        for tp in committed_offsets(self._consumer, assignment):
+        for tp in self._consumer.committed(assignment, timeout=CALL_TIMEOUT_S):
             self._consumer.seek(
                 TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
             )
