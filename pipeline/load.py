@@ -290,7 +290,7 @@ def load(spark: SparkSession, inputs: Inputs) -> Logs:
 
 
 def _lines(spark: SparkSession, inputs: Inputs, files: list[Path], columns: list[str]) -> DataFrame | None:
-    """``files`` parsed with the whole schema, then cut to ``columns`` and where each line sits, with
+    """``files`` parsed with ``columns`` (:func:`ddl_schema`), with where each line sits, its cluster and run,
     ``malformed``, ``mistyped`` and the text of a malformed line (``_line``); cached, not yet filled."""
     from pyspark.sql import functions as F
 
