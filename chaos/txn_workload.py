@@ -15,8 +15,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -41,11 +41,77 @@ QUIET_POLLS = 6
 """Empty polls in a row (0.5 s each) after which a read-back has everything it will get."""
 TXN_TIMEOUT_MS = 20_000
 """transaction.timeout.ms: a transaction a fault left open is aborted by its coordinator after this."""
+STUCK_AFTER_S = CALL_TIMEOUT_S + 15.0
+"""When a call that was given :data:`CALL_TIMEOUT_S` is given up on (:func:`bounded`)."""
+
+T = TypeVar("T")
+
+
+class Stuck(Exception):
+    """A client call outlasted its own timeout."""
+
+
+def bounded(call: Callable[[], T], what: str) -> T:
+    """``call``'s answer, or :class:`Stuck` once it has taken :data:`STUCK_AFTER_S`.
+
+    librdkafka's ``send_offsets_to_transaction`` can wait forever, whatever its timeout, for a group
+    coordinator that has left the metadata (a zombie broker's, in a chaos run): the call runs in a
+    thread of its own, left behind if it never returns, with the producer it holds."""
+    answer: list[T] = []
+    raised: list[BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            answer.append(call())
+        except BaseException as exc:  # handed to the caller below
+            raised.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"chaos-{what}", daemon=True).start()
+    if not done.wait(STUCK_AFTER_S):
+        raise Stuck(f"{what} did not return in {STUCK_AFTER_S:.0f} s")
+    if raised:
+        raise raised[0]
+    return answer[0]
 
 
 def _error_of(exc: KafkaException) -> KafkaError | None:
     error = exc.args[0] if exc.args else None
     return error if isinstance(error, KafkaError) else None
+
+
+COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
+"""Errors of a group whose coordinator is moving: asked again, whatever the client's retriable flag."""
+
+
+def committed_offsets(
+    consumer: Consumer,
+    partitions: list[TopicPartition],
+    *,
+    deadline_s: float = 2 * CALL_TIMEOUT_S,
+    pause_s: float = 0.5,
+) -> list[TopicPartition]:
+    """The group's committed offsets of ``partitions``, asked again while its coordinator moves or the
+    call times out (a chaos run moves coordinators on purpose); another error, or one that outlasts
+    ``deadline_s``, is raised."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            answer: list[TopicPartition] = consumer.committed(partitions, timeout=CALL_TIMEOUT_S)
+            return answer
+        except KafkaException as exc:
+            error = _error_of(exc)
+            again = error is not None and (error.retriable() or error.code() in COORDINATOR_MOVING)
+            if not again or time.monotonic() + pause_s >= deadline:
+                raise
+            log.info("committed offsets: %s; asking again", error.name() if error is not None else exc)
+            time.sleep(pause_s)
 
 
 def _transactional(servers: str, transactional_id: str) -> Producer:
@@ -231,12 +297,18 @@ class TransformLoop:
             for partition, _, value in inputs:
                 producer.produce(self.sink, value=f"eos:{value}".encode(), partition=partition)
             offsets = [TopicPartition(self.source, p, o) for p, o in positions.items()]
-            producer.send_offsets_to_transaction(
-                offsets, self._consumer.consumer_group_metadata(), CALL_TIMEOUT_S
+            metadata = self._consumer.consumer_group_metadata()
+            bounded(
+                lambda: producer.send_offsets_to_transaction(offsets, metadata, CALL_TIMEOUT_S),
+                "send_offsets_to_transaction",
             )
             outcome, error = self.transactor.end(commit=True)
         except KafkaException as exc:
             outcome, error = self.transactor.failed(exc)
+        except Stuck as exc:
+            # Its producer is left to the stuck call; the next one fences it and ends its transaction.
+            self.transactor.reset()
+            outcome, error = "unknown", str(exc)
         self.history.emit("eos_ended", group=self.group, inputs=inputs, outcome=outcome, error=error)
         if outcome == "committed":
             self.committed.update(positions)
@@ -249,7 +321,7 @@ class TransformLoop:
         assignment = self._consumer.assignment()
         if not assignment:
             return
-        for tp in self._consumer.committed(assignment, timeout=CALL_TIMEOUT_S):
+        for tp in committed_offsets(self._consumer, assignment):
             self._consumer.seek(
                 TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
             )
