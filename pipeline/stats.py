@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.isr import OFFLINE_REPLICA
 from pipeline.load import ORDER
+from pipeline.overlap import with_overlap
 from pipeline.session import small_side
 
 if TYPE_CHECKING:
@@ -346,8 +347,8 @@ def fault_metrics(faults: DataFrame) -> DataFrame:
 def latencies(history: DataFrame, faults: DataFrame) -> list[Any]:
     """Produce latency per run: overall, while a fault was active and while none was. A record counts as
     sent during a fault when its produce call (ack time minus latency) to its acknowledgement overlaps a
-    fault window. The windows are few (collected): each record is judged against its run's, in the
-    one pass that also groups the latencies."""
+    fault window (``pipeline.overlap``: the windows are few, collected, and looked up per record in the
+    one pass that also groups the latencies)."""
     from pyspark.sql import functions as F
 
     acked = history.filter(F.col("kind") == "produce_acked").select(
@@ -356,13 +357,11 @@ def latencies(history: DataFrame, faults: DataFrame) -> list[Any]:
         F.unix_micros("ts").alias("acked"),
         (F.unix_micros("ts") - (F.col("latency_ms") * 1000).cast("bigint")).alias("sent"),
     )
-    during = F.lit(False)
     edges = faults.select("run", F.unix_micros("start").alias("start"), F.unix_micros("end").alias("end"))
-    for window in edges.distinct().collect():
-        overlaps = (F.lit(window["start"]) <= F.col("acked")) & (F.lit(window["end"]) >= F.col("sent"))
-        during = during | ((F.col("run") == window["run"]) & overlaps)
-    phase = F.when(F.coalesce(during, F.lit(False)), "during_fault").otherwise("no_fault")
-    phases = acked.select("run", "latency_ms", F.explode(F.array(F.lit("all"), phase)).alias("phase"))
+    windows = [(w["run"], w["start"], w["end"]) for w in edges.distinct().collect()]
+    judged = with_overlap(acked, windows, "during")
+    phase = F.when(F.col("during"), "during_fault").otherwise("no_fault")
+    phases = judged.select("run", "latency_ms", F.explode(F.array(F.lit("all"), phase)).alias("phase"))
     quantiles = F.percentile_approx("latency_ms", list(LATENCY_QUANTILES), 10000)
     return (
         phases.groupBy("run", "phase")
