@@ -119,6 +119,7 @@ bench: install kafka
 	$(PY) -m bench.control_latency
 	$(PY) -m bench.kafka_control_latency
 	$(PY) -m bench.broker_apply
+	$(PY) -m bench.cleaner_live
 	$(PY) -m bench.epoch_confirmation
 	$(PY) -m bench.tls
 	$(PY) -m bench.produce

@@ -4,7 +4,8 @@ one full UpdateMetadata on its control listener, and where that request's time w
 :func:`measure_live` plays controller 1001 at epoch 1 (``bench.control_requests.elect``) towards one
 ``python -m broker`` with a dedicated CONTROLLER listener (``bench.control_broker.BrokerRun``), as
 ``bench.control_latency`` does. A :class:`DataPlaneProbe` process keeps one request in flight on the
-PLAINTEXT listener (Metadata v1 for one topic, then ApiVersions, over and over) and times each round trip
+PLAINTEXT listener (Metadata v1 for one topic, then ApiVersions, over and over, unless given other
+requests: ``bench.cleaner_live`` sends Produce and Fetch) and times each round trip
 with ``CLOCK_MONOTONIC``, which this process shares, so its samples fall into the benchmark's phases:
 idle, the apply window (from writing the UpdateMetadata until its answer is read) and after. The window
 is cut into the broker's own steps (:func:`broker_steps`) from its events (``control_request_received``
@@ -46,8 +47,12 @@ __all__ = [
     "BROKERS",
     "TARGET_P99_OVER_IDLE",
     "DataPlaneProbe",
+    "Probes",
+    "answer_error",
     "big_update",
+    "data_plane",
     "measure_live",
+    "monotonic_of",
     "update_codec",
 ]
 
@@ -77,7 +82,10 @@ def big_update(partitions: int, endpoints: dict[str, tuple[str, int]], broker_ep
 
 # -- the data-plane probe (its own process, so its timing never waits on this one's GIL)
 
-PROBES: tuple[tuple[ApiKey, int, dict[str, Any]], ...] = (
+Probes = tuple[tuple[ApiKey, int, dict[str, Any]], ...]
+"""Requests a probe sends in turn: (API, version, body)."""
+
+PROBES: Probes = (
     (ApiKey.METADATA, 1, {"topics": [{"name": PROBE_TOPIC}]}),
     (ApiKey.API_VERSIONS, 0, {}),
 )
@@ -90,16 +98,32 @@ class ProbeShare:
     ready: Any
     stop: Any
     out: Connection
+    probes: Probes = PROBES
+    """The requests sent in turn (``bench.cleaner_live`` sends Produce and Fetch)."""
+    client_id: str = "broker-apply-probe"
+
+
+def answer_error(response: dict[str, Any]) -> int:
+    """A probe answer's error code: its first topic's (Metadata), else that topic's first partition's
+    (Produce, Fetch), else its own (ApiVersions)."""
+    topics = response.get("topics") or response.get("responses")
+    if not topics:
+        return int(response.get("error_code", 0))
+    first = topics[0]
+    if "error_code" in first:
+        return int(first["error_code"])
+    partitions = first.get("partition_responses") or first.get("partitions") or [{}]
+    return int(partitions[0].get("error_code", 0))
 
 
 def probe_worker(share: ProbeShare) -> None:
     """One request in flight until told to stop; sends back ``(start, seconds, api_key, ok)`` samples."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    connection = BlockingConnection(share.host, share.port, client_id="broker-apply-probe", timeout=10)
+    connection = BlockingConnection(share.host, share.port, client_id=share.client_id, timeout=10)
     samples: list[tuple[float, float, int, bool]] = []
     share.ready.set()
-    for api, version, body in itertools.cycle(PROBES):
+    for api, version, body in itertools.cycle(share.probes):
         if share.stop.is_set():
             break
         began = time.monotonic()
@@ -109,9 +133,7 @@ def probe_worker(share: ProbeShare) -> None:
             samples.append((began, time.monotonic() - began, int(api), False))
             break
         elapsed = time.monotonic() - began
-        topics = response.get("topics")
-        code = topics[0]["error_code"] if topics else response.get("error_code", 0)
-        samples.append((began, elapsed, int(api), code == ErrorCode.NONE))
+        samples.append((began, elapsed, int(api), answer_error(response) == ErrorCode.NONE))
     connection.close()
     share.out.send(samples)
 
@@ -119,12 +141,14 @@ def probe_worker(share: ProbeShare) -> None:
 class DataPlaneProbe:
     """The probe process: started once, stopped once, its samples read back."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(
+        self, host: str, port: int, probes: Probes = PROBES, name: str = "broker-apply-probe"
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self._ready, self._stop = context.Event(), context.Event()
         self._receive, send = context.Pipe(duplex=False)
-        share = ProbeShare(host, port, self._ready, self._stop, send)
-        self._process = context.Process(target=probe_worker, args=(share,), name="broker-apply-probe")
+        share = ProbeShare(host, port, self._ready, self._stop, send, probes, name)
+        self._process = context.Process(target=probe_worker, args=(share,), name=name)
 
     async def start(self, timeout: float = 60.0) -> None:
         self._process.start()
@@ -236,10 +260,15 @@ def broker_steps(
 
 
 def data_plane(
-    samples: list[tuple[float, float, int, bool]], start: float, end: float, *, overlap: bool = True
+    samples: list[tuple[float, float, int, bool]],
+    start: float,
+    end: float,
+    *,
+    overlap: bool = True,
+    apis: tuple[ApiKey, ...] = (ApiKey.METADATA, ApiKey.API_VERSIONS),
 ) -> dict[str, Any]:
     """Round trips (ms) that overlapped ``[start, end]`` (or, not ``overlap``, lay wholly inside it),
-    all of them and per API, and the answers per second that arrived within it."""
+    all of them and per API of ``apis``, and the answers per second that arrived within it."""
     inside = [
         (s, d, api, ok)
         for s, d, api, ok in samples
@@ -253,8 +282,7 @@ def data_plane(
         else None,
         "failed": sum(not ok for *_, ok in inside),
         "by_api": {
-            ApiKey(key).name: summary([d * 1000 for _, d, api, _ in inside if api == key])
-            for key in (ApiKey.METADATA, ApiKey.API_VERSIONS)
+            ApiKey(key).name: summary([d * 1000 for _, d, api, _ in inside if api == key]) for key in apis
         },
     }
 
