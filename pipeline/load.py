@@ -177,6 +177,9 @@ class Logs:
     cached: list[DataFrame]
     """The cached lines both derive from; ``release`` frees them."""
     summary: dict[str, Any] = field(default_factory=dict)
+    topics: list[str] | None = None
+    """Every topic a line names, found by the job that fills the caches (``pipeline.suspects`` numbers
+    them)."""
 
     def release(self) -> None:
         for lines in self.cached:
@@ -286,7 +289,8 @@ def load(spark: SparkSession, inputs: Inputs) -> Logs:
     assert events is not None  # find_inputs insists on an event log
     history = good[1] if good[1] is not None else _empty(spark, HISTORY_COLUMNS)
     cached = [lines for lines in (event_lines, history_lines) if lines is not None]
-    return Logs(events, history, cached, summarise(cached, inputs))
+    summary, topics = summarise(cached, inputs)
+    return Logs(events, history, cached, summary, topics)
 
 
 def _lines(spark: SparkSession, inputs: Inputs, files: list[Path], columns: list[str]) -> DataFrame | None:
@@ -361,20 +365,21 @@ def _empty(spark: SparkSession, columns: list[str]) -> DataFrame:
     return spark.createDataFrame([], ddl)
 
 
-def summarise(cached: list[DataFrame], inputs: Inputs) -> dict[str, Any]:
-    """Lines read, and the malformed ones (torn or not JSON objects) per file with a few examples; the
-    job that counts them fills the caches."""
+def summarise(cached: list[DataFrame], inputs: Inputs) -> tuple[dict[str, Any], list[str]]:
+    """Lines read, and the malformed ones (torn or not JSON objects) per file with a few examples; and
+    every topic named. The job that counts them fills the caches."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
     root = inputs.root
-    kept = [c.select("file", "block", "eid", "malformed", "mistyped", "_line") for c in cached]
+    kept = [c.select("file", "block", "eid", "malformed", "mistyped", "_line", "topic") for c in cached]
     lines = reduce(lambda a, b: a.unionByName(b), kept)
     per_file = lines.groupBy("file").agg(
         F.count(F.lit(1)).alias("lines"),
         F.sum(F.col("malformed").cast("int")).alias("malformed"),
         F.sum(F.col("mistyped").cast("int")).alias("mistyped"),
+        F.collect_set("topic").alias("topics"),
     )
     files = per_file.collect()
     malformed = sum(r["malformed"] for r in files)
@@ -385,7 +390,7 @@ def summarise(cached: list[DataFrame], inputs: Inputs) -> dict[str, Any]:
             {"file": relative(r["file"], root), "line": r["_line"][:MALFORMED_TEXT_CHARS]}
             for r in bad.select("file", "_line").collect()
         ]
-    return {
+    summary = {
         "event_files": len(inputs.event_files),
         "history_files": len(inputs.history_files),
         "lines": sum(r["lines"] for r in files),
@@ -394,6 +399,7 @@ def summarise(cached: list[DataFrame], inputs: Inputs) -> dict[str, Any]:
         "malformed_examples": examples,
         "mistyped_lines": sum(r["mistyped"] for r in files),
     }
+    return summary, sorted({topic for r in files for topic in r["topics"]})
 
 
 def relative(path: str, root: Path) -> str:

@@ -58,7 +58,7 @@ def audit(
     logs = load(spark, inputs)
     try:
         events, history = logs.events, logs.history
-        suspects = Suspects(history)
+        suspects = Suspects(history, logs.topics)
         # Four threads, so that both cores stay busy while one of them waits on a job of a single task
         # (one step at a time measured the same at ten million rows, and slower at one million).
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix="audit") as pool:

@@ -25,12 +25,13 @@ PLACE = ["topic", "partition", "offset"]
 
 
 def _suspect_lines(suspects: Suspects, counts: dict[str, int]) -> DataFrame:
-    return suspects.lines(broadcast=counts["suspect_values"] + counts["suspect_places"] <= BROADCAST_KEYS)
+    few = counts["suspect_values"] + counts["suspect_places"] + counts["suspect_acked"] <= BROADCAST_KEYS
+    return suspects.lines(broadcast=few, acked_values=counts["suspect_acked"])
 
 
 def _suspect_counts(suspects: Suspects) -> dict[str, DataFrame | Rows]:
     values, places = suspects.keys()
-    return {"suspect_values": values, "suspect_places": places}
+    return {"suspect_values": values, "suspect_places": places, "suspect_acked": values.filter("acks > 0")}
 
 
 @Batched
