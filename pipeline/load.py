@@ -180,6 +180,11 @@ class Logs:
     topics: list[str] | None = None
     """Every topic a line names, found by the job that fills the caches (``pipeline.suspects`` numbers
     them)."""
+    kinds: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(file, kind) -> its lines, from the same job (the statistics count the workload's by them)."""
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """File -> the ``ts`` of its first and last line in microseconds, from the same job (a chaos run's
+    time window is that of its files)."""
 
     def release(self) -> None:
         for lines in self.cached:
@@ -289,8 +294,7 @@ def load(spark: SparkSession, inputs: Inputs) -> Logs:
     assert events is not None  # find_inputs insists on an event log
     history = good[1] if good[1] is not None else _empty(spark, HISTORY_COLUMNS)
     cached = [lines for lines in (event_lines, history_lines) if lines is not None]
-    summary, topics = summarise(cached, inputs)
-    return Logs(events, history, cached, summary, topics)
+    return Logs(events, history, cached, *summarise(cached, inputs))
 
 
 def _lines(spark: SparkSession, inputs: Inputs, files: list[Path], columns: list[str]) -> DataFrame | None:
@@ -365,24 +369,39 @@ def _empty(spark: SparkSession, columns: list[str]) -> DataFrame:
     return spark.createDataFrame([], ddl)
 
 
-def summarise(cached: list[DataFrame], inputs: Inputs) -> tuple[dict[str, Any], list[str]]:
+def summarise(
+    cached: list[DataFrame], inputs: Inputs
+) -> tuple[dict[str, Any], list[str], dict[tuple[str, str], int], dict[str, tuple[int, int]]]:
     """Lines read, and the malformed ones (torn or not JSON objects) per file with a few examples; and
-    every topic named. The job that counts them fills the caches."""
+    every topic named, the lines of each kind per file, and each file's first and last ``ts`` (those
+    of :class:`Logs`). The job that counts them fills the caches."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
     root = inputs.root
-    kept = [c.select("file", "block", "eid", "malformed", "mistyped", "_line", "topic") for c in cached]
-    lines = reduce(lambda a, b: a.unionByName(b), kept)
-    per_file = lines.groupBy("file").agg(
+    columns = ["file", "block", "eid", "malformed", "mistyped", "_line", "topic", "kind", "ts"]
+    lines = reduce(lambda a, b: a.unionByName(b), [c.select(*columns) for c in cached])
+    good_ts = F.when(~F.col("malformed"), F.unix_micros("ts"))
+    per_kind = lines.groupBy("file", F.when(~F.col("malformed"), F.col("kind")).alias("kind")).agg(
         F.count(F.lit(1)).alias("lines"),
         F.sum(F.col("malformed").cast("int")).alias("malformed"),
         F.sum(F.col("mistyped").cast("int")).alias("mistyped"),
         F.collect_set("topic").alias("topics"),
+        F.min(good_ts).alias("first"),
+        F.max(good_ts).alias("last"),
     )
-    files = per_file.collect()
-    malformed = sum(r["malformed"] for r in files)
+    rows = per_kind.collect()
+    files: dict[str, dict[str, int]] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    for r in rows:
+        counts = files.setdefault(r["file"], {"lines": 0, "malformed": 0, "mistyped": 0})
+        for name in counts:
+            counts[name] += r[name]
+        if r["first"] is not None:
+            first, last = spans.get(r["file"], (r["first"], r["last"]))
+            spans[r["file"]] = (min(first, r["first"]), max(last, r["last"]))
+    malformed = sum(f["malformed"] for f in files.values())
     examples = []
     if malformed:
         bad = lines.filter("malformed").orderBy("file", "block", "eid").limit(MAX_MALFORMED_EXAMPLES)
@@ -393,13 +412,17 @@ def summarise(cached: list[DataFrame], inputs: Inputs) -> tuple[dict[str, Any], 
     summary = {
         "event_files": len(inputs.event_files),
         "history_files": len(inputs.history_files),
-        "lines": sum(r["lines"] for r in files),
+        "lines": sum(f["lines"] for f in files.values()),
         "malformed_lines": malformed,
-        "malformed_by_file": {relative(r["file"], root): r["malformed"] for r in files if r["malformed"]},
+        "malformed_by_file": {
+            relative(name, root): f["malformed"] for name, f in sorted(files.items()) if f["malformed"]
+        },
         "malformed_examples": examples,
-        "mistyped_lines": sum(r["mistyped"] for r in files),
+        "mistyped_lines": sum(f["mistyped"] for f in files.values()),
     }
-    return summary, sorted({topic for r in files for topic in r["topics"]})
+    topics = sorted({topic for r in rows for topic in r["topics"]})
+    kinds = {(r["file"], r["kind"]): r["lines"] for r in rows if r["kind"] is not None}
+    return summary, topics, kinds, spans
 
 
 def relative(path: str, root: Path) -> str:

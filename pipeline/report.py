@@ -17,7 +17,7 @@ from pipeline.leadership import leader_epochs_grow, no_older_controller_obeyed, 
 from pipeline.load import Inputs, load
 from pipeline.parquet import write_parquet
 from pipeline.result import CheckResult
-from pipeline.stats import CLUSTER, cluster_scope, fault_windows, run_windows, statistics
+from pipeline.stats import CLUSTER, cluster_scope, counted_history, fault_windows, statistics, windows_of
 from pipeline.suspects import Suspects
 from pipeline.text import phrase, plural
 from pipeline.timeline import timelines
@@ -71,12 +71,13 @@ def audit(
                     *(check.steps(history, events) for check in TRANSACTION_CHECKS),
                 ],
             )
-            # Each run's time window (a scan of every history line) and its faults' windows, computed
-            # once for the statistics, the reaction times and the timelines.
-            windows = run_windows(events, history).cache()
+            # Each run's time window (from its files' first and last lines, found while loading) and
+            # its faults' windows, computed once for the statistics, the reaction times and the timelines.
+            windows = windows_of(spark, inputs, logs.spans)
             faults = fault_windows(events, windows).cache()
             clusters = inputs.clusters
-            stats_done = pool.submit(statistics, events, history, windows, faults, clusters)
+            counted = counted_history(spark, inputs, logs.kinds)
+            stats_done = pool.submit(statistics, events, history, windows, faults, clusters, counted)
             figures_done = pool.submit(availability, events, windows, faults, clusters)
             stats, figures = stats_done.result(), figures_done.result()
             checks, found = on_events.result(), on_history.result()

@@ -10,15 +10,16 @@ are collected. ``docs/pipeline.md`` explains how each figure is computed.
 from __future__ import annotations
 
 from functools import reduce
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.isr import OFFLINE_REPLICA
-from pipeline.load import ORDER
+from pipeline.load import HISTORY_FILE, ORDER, Inputs
 from pipeline.overlap import with_overlap
 from pipeline.session import small_side
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 CLUSTER = "cluster"
 LASTING_FAULTS = ("kill", "pause")
@@ -55,11 +56,13 @@ def statistics(
     windows: DataFrame,
     faults: DataFrame,
     clusters: list[str] | None = None,
+    history_counts: DataFrame | None = None,
 ) -> dict[str, Any]:
     """``{"cluster": control stats, "runs": {run: workload stats with their "control" stats}}``, and
     with more than one of ``clusters``, ``"clusters": {cluster: control stats}`` (``cluster`` is then
     all of them together); ``windows`` is :func:`run_windows` and ``faults`` :func:`fault_windows`
-    (cached by the caller, which uses them for more than this)."""
+    (cached by the caller, which uses them for more than this); ``history_counts``, the workload's
+    counts if known already (:func:`counted_history`), saves a pass over the history."""
     runs = sorted(r["scope"] for r in windows.collect())
     in_runs = windows if runs else None
     each = several(clusters)
@@ -69,7 +72,10 @@ def statistics(
         gap_metrics(scoped(controller_gaps(events), in_runs, each)),
     ]
     if runs:
-        parts += [history_metrics(history), fault_metrics(faults)]
+        parts += [
+            history_metrics(history) if history_counts is None else history_counts,
+            fault_metrics(faults),
+        ]
     measured = reduce(lambda a, b: a.unionByName(b), parts)
     scopes: dict[str, dict[str, Any]] = {CLUSTER: empty_control()}
     for cluster in each or []:
@@ -151,6 +157,40 @@ def run_windows(events: DataFrame, history: DataFrame) -> DataFrame:
     return lines.groupBy(F.col("run").alias("scope"), F.col("cluster").alias("scope_cluster")).agg(
         F.min("ts").alias("start"), F.max("ts").alias("end")
     )
+
+
+def windows_of(spark: SparkSession, inputs: Inputs, spans: dict[str, tuple[int, int]]) -> DataFrame:
+    """:func:`run_windows` from the first and last ``ts`` of each file (``Logs.spans``), with no pass
+    over the lines: a run's window is that of its files."""
+    from pyspark.sql import functions as F
+
+    runs: dict[tuple[str, str], tuple[int, int]] = {}
+    for file, (first, last) in spans.items():
+        placement = inputs.placement(Path(file))
+        if placement.run is not None:
+            key = (placement.run, placement.cluster)
+            start, end = runs.get(key, (first, last))
+            runs[key] = (min(start, first), max(end, last))
+    rows = [(run, cluster, start, end) for (run, cluster), (start, end) in sorted(runs.items())]
+    table = spark.createDataFrame(rows, "scope string, scope_cluster string, start bigint, end bigint")
+    return table.select(
+        "scope",
+        "scope_cluster",
+        F.timestamp_micros("start").alias("start"),
+        F.timestamp_micros("end").alias("end"),
+    )
+
+
+def counted_history(spark: SparkSession, inputs: Inputs, kinds: dict[tuple[str, str], int]) -> DataFrame:
+    """:func:`history_metrics`' sums from the lines of each kind per file (``Logs.kinds``)."""
+    rows: dict[tuple[str, str], int] = {}
+    for (file, kind), lines in kinds.items():
+        path = Path(file)
+        run = inputs.placement(path).run
+        if path.name == HISTORY_FILE and run is not None and kind in HISTORY_COUNTS:
+            rows[(run, HISTORY_COUNTS[kind])] = rows.get((run, HISTORY_COUNTS[kind]), 0) + lines
+    measured = [(run, metric, "", float(count)) for (run, metric), count in sorted(rows.items())]
+    return spark.createDataFrame(measured, "scope string, metric string, key string, value double")
 
 
 def scoped(df: DataFrame, windows: DataFrame | None, clusters: list[str] | None = None) -> DataFrame:

@@ -19,7 +19,7 @@ from rich.console import Console
 from pipeline.__main__ import main
 from pipeline.load import InputError, find_inputs
 from pipeline.report import render
-from tests.pipeline.conftest import RUN, ClusterLog, healthy_cluster
+from tests.pipeline.conftest import RUN, ClusterLog, chaos_run, healthy_cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -379,3 +379,29 @@ def test_run_selects_that_runs_files_only(cluster_log: ClusterLog) -> None:
     assert only_b.history_files == []
     with pytest.raises(InputError, match="no chaos run"):
         find_inputs(cluster_log.root, "run-c")
+
+
+def test_the_windows_and_counts_found_while_loading_are_those_of_a_pass_over_the_lines(
+    tmp_path: Path, spark: Any, read: Any
+) -> None:
+    """pipeline.stats.windows_of and counted_history, from the job that fills the caches, give what
+    run_windows and history_metrics compute over every line, for runs of two clusters and a torn line."""
+    from pipeline.stats import counted_history, history_metrics, run_windows, windows_of
+
+    for cluster in ("seed-1", "seed-2"):
+        log = ClusterLog(tmp_path / cluster)
+        chaos_run(log)
+        log.workload("produce_failed", topic="chaos", value="x", error="timed out")
+    torn = next((tmp_path / "seed-2" / "chaos").iterdir()) / "history.jsonl"
+    torn.write_text(torn.read_text() + '{"ts":"2099-01-01T00:00:00Z","node":"wor')
+    log = ClusterLog(tmp_path)
+    logs = read(log)
+    inputs = find_inputs(tmp_path)
+
+    def rows(df: Any) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r) for r in df.collect())
+
+    assert rows(windows_of(spark, inputs, logs.spans)) == rows(run_windows(logs.events, logs.history))
+    summed = history_metrics(logs.history).groupBy("scope", "metric", "key").sum("value")
+    assert rows(counted_history(spark, inputs, logs.kinds)) == rows(summed)
+    assert len(rows(summed)) == 6
