@@ -48,7 +48,7 @@ from pipeline.load import ddl_schema, find_inputs
 from pipeline.session import local_session
 from pyspark.sql import functions as F
 inputs = find_inputs(Path(sys.argv[1]))
-spark = local_session(jvm_log=Path(sys.argv[2]))
+spark = local_session(jvm_log=Path(sys.argv[2]), input_bytes=inputs.size)
 paths = [str(p) for p in (*inputs.event_files, *inputs.history_files)]
 parsed = spark.read.text(paths).select(F.from_json("value", ddl_schema()).alias("j")).select("j.*")
 print(parsed.filter(F.col("ts").isNotNull()).count())

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or inputs.root / REPORT_FILE
     owned = SparkSession.getActiveSession() is None  # a caller's session (tests) is left running
-    spark = local_session(jvm_log=None if args.verbose else spark_log(out))
+    spark = local_session(jvm_log=None if args.verbose else spark_log(out), input_bytes=inputs.size)
     try:
         report = audit(spark, inputs, args.run, args.parquet, args.html)
     finally:

@@ -163,6 +163,11 @@ class Inputs:
         return sorted({self.placement(p).cluster for p in (*self.event_files, *self.history_files)})
 
     @property
+    def size(self) -> int:
+        """Bytes in every file."""
+        return sum(p.stat().st_size for p in (*self.event_files, *self.history_files))
+
+    @property
     def runs(self) -> list[str]:
         names = (self.placement(p).run for p in (*self.event_files, *self.history_files))
         return sorted({r for r in names if r is not None})
@@ -283,7 +288,7 @@ def load(spark: SparkSession, inputs: Inputs) -> Logs:
     out of its heap). One job fills both caches while it counts the lines per file."""
     from pipeline.session import fit_to
 
-    fit_to(spark, sum(p.stat().st_size for p in (*inputs.event_files, *inputs.history_files)))
+    fit_to(spark, inputs.size)
     event_lines = _lines(spark, inputs, inputs.event_files, EVENT_COLUMNS)
     history_lines = _lines(spark, inputs, inputs.history_files, HISTORY_COLUMNS)
     good = [

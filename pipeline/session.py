@@ -24,10 +24,6 @@ CONF = {
     "spark.ui.showConsoleProgress": "false",
     # The audit runs many small queries: adaptive execution would re-plan each one and add a job per stage.
     "spark.sql.adaptive.enabled": "false",
-    # A local JVM's heap (its executors' too). Spark's 1 GB held ten million history rows only by
-    # spilling their groupings to disk and collecting garbage for a fifth of the time: 3 GB took a
-    # third off that audit. A JVM already running (or spark-submit's) keeps its own.
-    "spark.driver.memory": "3g",
 }
 
 
@@ -35,9 +31,12 @@ LOOPBACK_DRIVER = ("spark.driver.bindAddress", "spark.driver.host")
 """Settings kept for a local audit only: on a cluster, the executors must reach the driver."""
 
 
-def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> SparkSession:
+def local_session(
+    app: str = "kafka-zk-audit", jvm_log: Path | None = None, input_bytes: int = 0
+) -> SparkSession:
     """A ``local[2]`` session, or the one already running (tests share one per session); under
     ``spark-submit``, a session on the master it was given (a standalone cluster), same settings.
+    A JVM started here gets the heap :func:`heap_for` ``input_bytes``.
 
     The JVM writes its start-up lines (log4j's profile, native-library and incubator-module warnings)
     to its stderr before any log level applies. With ``jvm_log``, a JVM started here gets that file as
@@ -54,6 +53,8 @@ def local_session(app: str = "kafka-zk-audit", jvm_log: Path | None = None) -> S
     for key, value in CONF.items():
         if key not in LOOPBACK_DRIVER or not submitted():  # a cluster's workers reach the driver
             builder = builder.config(key, value)
+    if not submitted():  # spark-submit's JVM is running already, with the heap it was given
+        builder = builder.config("spark.driver.memory", heap_for(input_bytes))
     starts_jvm = SparkSession.getActiveSession() is None
     with _output_to(jvm_log) if jvm_log is not None and starts_jvm else contextlib.nullcontext():
         spark = builder.getOrCreate()
@@ -68,6 +69,17 @@ SMALL_INPUT_BYTES = 64 * 1024 * 1024
 whole-stage code generation costs more in compiling than it saves, and a shuffle partition per core
 is only scheduling."""
 SMALL = {"spark.sql.codegen.wholeStage": "false", "spark.sql.shuffle.partitions": "1"}
+LARGE_HEAP = "3g"
+"""The local JVM's heap (its executors' too) for large input. Spark's 1 GB held ten million history
+rows only by spilling their groupings to disk and collecting garbage for a fifth of the time: 3 GB
+took a third off that audit. Small input keeps Spark's default, and the memory it leaves free."""
+
+
+def heap_for(input_bytes: int) -> str:
+    """``spark.driver.memory`` for an audit of ``input_bytes``."""
+    return "1g" if input_bytes < SMALL_INPUT_BYTES else LARGE_HEAP
+
+
 LARGE = {
     "spark.sql.codegen.wholeStage": "true",
     "spark.sql.shuffle.partitions": CONF["spark.sql.shuffle.partitions"],
