@@ -73,6 +73,8 @@ def with_overlap(records: DataFrame, windows: Iterable[tuple[str, int, int]], na
     overlaps one of the ``windows`` (run, start, end) of its run; false where ``sent`` is null."""
     from pyspark.sql import functions as F
 
+    from pipeline.session import small_side
+
     runs: dict[str, list[tuple[int, int]]] = {}
     for run, start, end in windows:
         if start is not None and end is not None:
@@ -90,11 +92,11 @@ def with_overlap(records: DataFrame, windows: Iterable[tuple[str, int, int]], na
     )
     at_acked = steps.select("run", F.col("bin").alias("_bin_a"), "s_base", "s_in")
     at_sent = steps.select("run", F.col("bin").alias("_bin_s"), "e_base", "e_in")
-    binned = records.join(F.broadcast(bounds), "run", "left").withColumns(
+    binned = records.join(small_side(bounds), "run", "left").withColumns(
         {"_bin_a": F.expr(f"acked div {width}"), "_bin_s": F.expr(f"sent div {width}")}
     )
-    looked = binned.join(F.broadcast(at_acked), ["run", "_bin_a"], "left").join(
-        F.broadcast(at_sent), ["run", "_bin_s"], "left"
+    looked = binned.join(small_side(at_acked), ["run", "_bin_a"], "left").join(
+        small_side(at_sent), ["run", "_bin_s"], "left"
     )
 
     # Each count is the step function at the record's time: none before its run's first bin, every

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.overlap import MIN_BIN_US, bin_width, merged, with_overlap
+from pipeline.session import SMALL_INPUT_BYTES, fit_to
 
 
 def test_overlapping_and_touching_windows_merge() -> None:
@@ -23,7 +25,19 @@ def brute(run: str, sent: int | None, acked: int, windows: list[tuple[str, int, 
     return sent is not None and any(r == run and s <= acked and e >= sent for r, s, e in windows)
 
 
-def test_every_record_is_judged_as_a_test_of_every_window_would(spark: SparkSession) -> None:
+@pytest.mark.parametrize("input_bytes", [0, SMALL_INPUT_BYTES], ids=["small", "large"])
+def test_every_record_is_judged_as_a_test_of_every_window_would(
+    spark: SparkSession, input_bytes: int
+) -> None:
+    """In a small audit's session (joins without broadcasts) and a large one's."""
+    fit_to(spark, input_bytes)
+    try:
+        judged_as_every_window_would(spark)
+    finally:
+        fit_to(spark, SMALL_INPUT_BYTES)  # the tests' session as it started
+
+
+def judged_as_every_window_would(spark: SparkSession) -> None:
     rng = random.Random(7)
     second = MIN_BIN_US
     windows = [("a", 3 * second, 5 * second), ("a", 5 * second, 5 * second + 1)]  # touching
