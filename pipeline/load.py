@@ -401,6 +401,7 @@ def summarise(
     rows = per_kind.collect()
     files: dict[str, dict[str, int]] = {}
     spans: dict[str, tuple[int, int]] = {}
+    kinds: dict[tuple[str, str], int] = {}
     for r in rows:
         counts = files.setdefault(r["file"], {"lines": 0, "malformed": 0, "mistyped": 0})
         for name in counts:
@@ -408,6 +409,8 @@ def summarise(
         if r["first"] is not None:
             first, last = spans.get(r["file"], (r["first"], r["last"]))
             spans[r["file"]] = (min(first, r["first"]), max(last, r["last"]))
+        if r["kind"] is not None:
+            kinds[(r["file"], r["kind"])] = kinds.get((r["file"], r["kind"]), 0) + r["lines"]
     malformed = sum(f["malformed"] for f in files.values())
     examples = []
     if malformed:
@@ -428,10 +431,6 @@ def summarise(
         "mistyped_lines": sum(f["mistyped"] for f in files.values()),
     }
     topics = sorted({r["topic"] for r in rows if r["topic"] is not None})
-    kinds: dict[tuple[str, str], int] = {}
-    for r in rows:
-        if r["kind"] is not None:
-            kinds[(r["file"], r["kind"])] = kinds.get((r["file"], r["kind"]), 0) + r["lines"]
     return summary, topics, kinds, spans
 
 

@@ -13,11 +13,11 @@ the number of windows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 MIN_BIN_US = 1_000_000
 MAX_BINS = 4096
@@ -99,15 +99,14 @@ def with_overlap(records: DataFrame, windows: Iterable[tuple[str, int, int]], na
         small_side(at_sent), ["run", "_bin_s"], "left"
     )
 
-    # Each count is the step function at the record's time: none before its run's first bin, every
-    # window after its last, else the bin's count at its start and the steps in it up to the time.
-    started = F.when(F.col("_bin_a") < F.col("_first"), 0).when(
-        F.col("_bin_a") > F.col("_last"), F.col("_total")
-    )
-    started = started.otherwise(F.col("s_base") + F.size(F.filter("s_in", lambda s: s <= F.col("acked"))))
-    ended = F.when(F.col("_bin_s") < F.col("_first"), 0).when(
-        F.col("_bin_s") > F.col("_last"), F.col("_total")
-    )
-    ended = ended.otherwise(F.col("e_base") + F.size(F.filter("e_in", lambda e: e < F.col("sent"))))
+    def count_at(bin_: str, base: str, steps: str, passed: Callable[[Column], Column]) -> Column:
+        """The step function at the record's time: none before its run's first bin, every window
+        after its last, else the bin's count at its start and its ``steps`` the time has ``passed``."""
+        before, after = F.col(bin_) < F.col("_first"), F.col(bin_) > F.col("_last")
+        inside = F.col(base) + F.size(F.filter(steps, passed))
+        return F.when(before, 0).when(after, F.col("_total")).otherwise(inside)
+
+    started = count_at("_bin_a", "s_base", "s_in", lambda s: s <= F.col("acked"))
+    ended = count_at("_bin_s", "e_base", "e_in", lambda e: e < F.col("sent"))
     overlap = F.coalesce(F.col("_total").isNotNull() & (started > ended), F.lit(False))
     return looked.withColumn(name, overlap).select(*records.columns, name)
