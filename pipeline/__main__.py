@@ -106,17 +106,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from pyspark.sql import SparkSession
 
+    from pipeline.jvm import finish
     from pipeline.report import audit, render, write
     from pipeline.session import local_session
 
     out = args.out or inputs.root / REPORT_FILE
     owned = SparkSession.getActiveSession() is None  # a caller's session (tests) is left running
-    spark = local_session(jvm_log=None if args.verbose else spark_log(out), input_bytes=inputs.size)
+    log = None if args.verbose else spark_log(out)
+    spark = local_session(jvm_log=log, input_bytes=inputs.size, record=owned)
     try:
         report = audit(spark, inputs, args.run, args.parquet, args.html)
     finally:
         if owned:
-            spark.stop()
+            finish(spark)
     write(report, out)
     if args.json:
         print(json.dumps(report, indent=2))

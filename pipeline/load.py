@@ -307,7 +307,7 @@ def _lines(spark: SparkSession, inputs: Inputs, files: list[Path], columns: list
     ``malformed``, ``mistyped`` and the text of a malformed line (``_line``); cached, not yet filled."""
     from pyspark.sql import functions as F
 
-    from pipeline.session import SMALL_INPUT_BYTES
+    from pipeline.jvm import SMALL_INPUT_BYTES
 
     if not files:
         return None

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.jvm import SMALL_INPUT_BYTES, running, settings_for
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -32,11 +34,13 @@ LOOPBACK_DRIVER = ("spark.driver.bindAddress", "spark.driver.host")
 
 
 def local_session(
-    app: str = "kafka-zk-audit", jvm_log: Path | None = None, input_bytes: int = 0
+    app: str = "kafka-zk-audit", jvm_log: Path | None = None, input_bytes: int = 0, *, record: bool = False
 ) -> SparkSession:
     """A ``local[2]`` session, or the one already running (tests share one per session); under
     ``spark-submit``, a session on the master it was given (a standalone cluster), same settings.
-    A JVM started here gets the heap :func:`heap_for` ``input_bytes``.
+    A JVM started here gets the heap, compiler and class-data archive of ``pipeline.jvm`` for
+    ``input_bytes``; with ``record``, it records the archive if there is none yet (stop the session with
+    ``pipeline.jvm.finish``).
 
     The JVM writes its start-up lines (log4j's profile, native-library and incubator-module warnings)
     to its stderr before any log level applies. With ``jvm_log``, a JVM started here gets that file as
@@ -45,6 +49,7 @@ def local_session(
     """
     from pyspark.sql import SparkSession
 
+    starts_jvm = not running()
     # Spark warns when the host name resolves to a loopback address; a local audit wants loopback.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app)
@@ -54,8 +59,8 @@ def local_session(
         if key not in LOOPBACK_DRIVER or not submitted():  # a cluster's workers reach the driver
             builder = builder.config(key, value)
     if not submitted():  # spark-submit's JVM is running already, with the heap it was given
-        builder = builder.config("spark.driver.memory", heap_for(input_bytes))
-    starts_jvm = SparkSession.getActiveSession() is None
+        for key, value in settings_for(input_bytes, record=record and starts_jvm).items():
+            builder = builder.config(key, value)
     with _output_to(jvm_log) if jvm_log is not None and starts_jvm else contextlib.nullcontext():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -64,25 +69,18 @@ def local_session(
     return spark
 
 
-SMALL_INPUT_BYTES = 64 * 1024 * 1024
-"""Logs below this (a local cluster's, a few chaos runs) are audited in a few hundred small jobs, where
-whole-stage code generation costs more in compiling than it saves, and a shuffle partition per core
-is only scheduling."""
-SMALL = {"spark.sql.codegen.wholeStage": "false", "spark.sql.shuffle.partitions": "1"}
-LARGE_HEAP = "3g"
-"""The local JVM's heap (its executors' too) for large input. Spark's 1 GB held ten million history
-rows only by spilling their groupings to disk and collecting garbage for a fifth of the time: 3 GB
-took a third off that audit. Small input keeps Spark's default, and the memory it leaves free."""
-
-
-def heap_for(input_bytes: int) -> str:
-    """``spark.driver.memory`` for an audit of ``input_bytes``."""
-    return "1g" if input_bytes < SMALL_INPUT_BYTES else LARGE_HEAP
-
-
+# Below SMALL_INPUT_BYTES an audit runs a few dozen small jobs, where whole-stage code generation
+# costs more in compiling than it saves, and a shuffle partition per core is only scheduling.
+SMALL = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.shuffle.partitions": "1",
+    # A join of one cached partition needs no broadcast: each would be a Spark job of its own.
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+}
 LARGE = {
     "spark.sql.codegen.wholeStage": "true",
     "spark.sql.shuffle.partitions": CONF["spark.sql.shuffle.partitions"],
+    "spark.sql.autoBroadcastJoinThreshold": "10485760",  # Spark's default: 10 MB
 }
 
 

@@ -25,6 +25,7 @@ def test_a_quick_run_audits_a_generated_directory_in_fresh_processes(tmp_path: P
     for part in ("floor", "audit"):
         assert size[part]["seconds"] > 0 and size[part]["peak_rss_mb"] > 100, "the JVM is counted"
     assert size["audit_over_floor"] > 0
+    assert Path(size["class_data_archive"]["path"]).is_file(), "both JVMs measured map the archive"
 
 
 def test_generated_runs_bounce_brokers_and_read_back_everything(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ import random
 import pytest
 from pyspark.sql import SparkSession
 
+from pipeline.jvm import SMALL_INPUT_BYTES
 from pipeline.overlap import MIN_BIN_US, bin_width, merged, with_overlap
-from pipeline.session import SMALL_INPUT_BYTES, fit_to
+from pipeline.session import fit_to
 
 
 def test_overlapping_and_touching_windows_merge() -> None:

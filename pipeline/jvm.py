@@ -1,0 +1,141 @@
+"""The local audit JVM's launch settings: its heap, its compiler, and a class-data archive it maps.
+
+A small directory's audit lives about twenty seconds, and a cold JVM spends much of that loading and
+linking Spark's classes and compiling them. Two settings cut that:
+
+* **the quick compiler** (``QUICK_JIT``) for small input: C1 only, so that C2's optimising compiles do
+  not compete with the work for the two cores;
+* **a class-data archive** (JDK CDS, ``-XX:SharedArchiveFile``): the classes the audit loaded, already
+  parsed and linked, mapped at start. The first audit on a machine records them
+  (``-XX:ArchiveClassesAtExit``) into a file of its own, and :func:`finish` renames it into place once
+  that JVM has exited; later JVMs map it. The archive is named after the Spark and the ``java`` it was
+  made with, so a new one of either makes a new archive; a JVM that cannot use one runs without it.
+
+A JVM that ``spark-submit`` started (a standalone cluster's driver) is left with what it was given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("pipeline.jvm")
+
+SMALL_INPUT_BYTES = 64 * 1024 * 1024
+"""Logs below this (a local cluster's, a few chaos runs) are audited in a few hundred small jobs."""
+LARGE_HEAP = "3g"
+"""The local JVM's heap (its executors' too) for large input. Spark's 1 GB held ten million history
+rows only by spilling their groupings to disk and collecting garbage for a fifth of the time: 3 GB
+took a third off that audit. Small input keeps Spark's default, and the memory it leaves free."""
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+"""A small audit's JVM compiles with C1 only: a small directory's audit took 22 s instead of 29
+(session included), its floor 0.7 s less. A large audit keeps C2, whose code pays back over minutes."""
+ARCHIVE_DIR = Path(__file__).resolve().parents[1] / ".run" / "spark-cds"
+WAIT_FOR_EXIT_S = 120.0
+"""How long :func:`finish` waits for a recording JVM to write its archive and exit."""
+
+_recording: tuple[Path, Path] | None = None
+"""(the file a JVM this process started records into, the archive it becomes), until :func:`finish`."""
+
+
+def running() -> bool:
+    """Whether this process has a JVM already (a stopped session leaves it to the next one)."""
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None  # noqa: SLF001
+
+
+def heap_for(input_bytes: int) -> str:
+    """``spark.driver.memory`` for an audit of ``input_bytes``."""
+    return "1g" if input_bytes < SMALL_INPUT_BYTES else LARGE_HEAP
+
+
+def archive_path() -> Path | None:
+    """The archive for this Spark and this ``java`` (None if no ``java`` is found)."""
+    import pyspark
+
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if java is None:
+        return None
+    real = Path(java).resolve()
+    try:
+        stat = real.stat()
+    except OSError:
+        return None
+    key = hashlib.sha256(f"{real}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+    return ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
+
+
+def settings_for(input_bytes: int, *, record: bool = False) -> dict[str, str]:
+    """The Spark settings of a local JVM started for an audit of ``input_bytes``: its heap, for small
+    input the quick compiler, and the class-data archive; with ``record`` and no archive yet, this JVM
+    records one (call :func:`finish` after stopping its session)."""
+    global _recording
+    options = [QUICK_JIT] if input_bytes < SMALL_INPUT_BYTES else []
+    archive = archive_path()
+    if archive is not None and archive.is_file():
+        options.append(f"-XX:SharedArchiveFile={archive}")
+    elif archive is not None and record and _prepare(archive):
+        scratch = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
+        options.append(f"-XX:ArchiveClassesAtExit={scratch}")
+        _recording = (scratch, archive)
+    return {
+        "spark.driver.memory": heap_for(input_bytes),
+        **({"spark.driver.extraJavaOptions": " ".join(options)} if options else {}),
+    }
+
+
+def _prepare(archive: Path) -> bool:
+    """The archive's directory exists, without the scratch files of recording JVMs that are gone."""
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        log.debug("no class-data archive: %s", exc)
+        return False
+    for scratch in archive.parent.glob(f"{archive.name}.*.tmp"):
+        pid = scratch.name.removeprefix(f"{archive.name}.").removesuffix(".tmp")
+        if not pid.isdigit() or not Path(f"/proc/{pid}").exists():
+            scratch.unlink(missing_ok=True)
+    return True
+
+
+def finish(spark: SparkSession) -> None:
+    """Stop ``spark``; if its JVM is recording an archive, let it exit (it writes the archive as it
+    does) and put the archive in place. A later session in this process starts a new JVM."""
+    global _recording
+    spark.stop()
+    if _recording is None:
+        return
+    scratch, archive = _recording
+    _recording = None
+    from pyspark import SparkContext
+
+    # PySpark keeps its JVM's gateway, and the process, in private class fields: no API ends the JVM.
+    gateway = SparkContext._gateway  # noqa: SLF001
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None or proc.stdin is None:
+        return
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None  # noqa: SLF001
+    proc.stdin.close()  # Spark's gateway exits on end of input, and the JVM records as it exits
+    try:
+        proc.wait(timeout=WAIT_FOR_EXIT_S)
+    except Exception:  # subprocess.TimeoutExpired: the archive is not trusted, the JVM is ended
+        proc.kill()
+        scratch.unlink(missing_ok=True)
+        return
+    if proc.returncode == 0 and scratch.is_file() and scratch.stat().st_size > 0:
+        os.replace(scratch, archive)
+        log.info("class-data archive written: %s", archive)
+    else:
+        with contextlib.suppress(OSError):
+            scratch.unlink()
