@@ -29,12 +29,13 @@ def options(settings: dict[str, str]) -> list[str]:
 def test_small_input_gets_the_quick_compiler_and_the_default_heap(archive_dir: Path) -> None:
     settings = jvm.settings_for(1024)
     assert settings["spark.driver.memory"] == "1g"
-    assert options(settings) == [jvm.QUICK_JIT]
+    assert options(settings) == [jvm.THROUGHPUT_GC, jvm.QUICK_JIT]
 
 
 def test_large_input_gets_the_large_heap_and_keeps_c2(archive_dir: Path) -> None:
     settings = jvm.settings_for(jvm.SMALL_INPUT_BYTES)
-    assert settings == {"spark.driver.memory": jvm.LARGE_HEAP}
+    assert settings["spark.driver.memory"] == jvm.LARGE_HEAP
+    assert options(settings) == [jvm.THROUGHPUT_GC]
 
 
 def test_an_archive_is_recorded_only_when_asked_and_mapped_once_there(archive_dir: Path) -> None:
