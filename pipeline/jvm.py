@@ -9,7 +9,7 @@ linking Spark's classes and compiling them. Two settings cut that:
 * **a class-data archive** (JDK CDS, ``-XX:SharedArchiveFile``): the classes the audit loaded, already
   parsed and linked, mapped at start. The first audit on a machine records them
   (``-XX:ArchiveClassesAtExit``) into a file of its own, and :func:`finish` renames it into place once
-  that JVM has exited; later JVMs map it. The archive is named after the Spark and the ``java`` it was
+  that JVM has exited and another has started with it (:func:`sound`); later JVMs map it. The archive is named after the Spark and the ``java`` it was
   made with, so a new one of either makes a new archive; a JVM that cannot use one runs without it.
 
 A JVM that ``spark-submit`` started (a standalone cluster's driver) is left with what it was given.
@@ -22,6 +22,7 @@ import hashlib
 import logging
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,27 +64,48 @@ def heap_for(input_bytes: int) -> str:
     return "1g" if input_bytes < SMALL_INPUT_BYTES else LARGE_HEAP
 
 
+def java() -> Path | None:
+    """The ``java`` Spark starts (``$JAVA_HOME/bin/java``, else the one on the path), resolved."""
+    java_home = os.environ.get("JAVA_HOME")
+    found = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    return Path(found).resolve() if found else None
+
+
 def archive_path() -> Path | None:
     """The archive for this Spark and this ``java`` (None if no ``java`` is found)."""
     import pyspark
 
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if java is None:
-        return None
-    real = Path(java).resolve()
+    real = java()
     try:
-        stat = real.stat()
+        stat = real.stat() if real is not None else None
     except OSError:
+        stat = None
+    if stat is None:
         return None
     key = hashlib.sha256(f"{real}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
     return ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
 
 
+def sound(archive: Path) -> bool:
+    """Whether a JVM starts with ``archive`` mapped. A JVM maps the file's regions as its header
+    says, so a cut one (a dump that failed half-way) would crash every later audit with SIGBUS; one
+    that is whole but does not fit (another class path) only goes unused."""
+    real = java()
+    if real is None:
+        return False
+    try:
+        done = subprocess.run(
+            [str(real), f"-XX:SharedArchiveFile={archive}", "-version"], capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 def settings_for(input_bytes: int, *, record: bool = False) -> dict[str, str]:
     """The Spark settings of a local JVM started for an audit of ``input_bytes``: its heap and
-    collector, for small input the quick compiler, and the class-data archive; with ``record`` and no archive yet, this JVM
-    records one (call :func:`finish` after stopping its session)."""
+    collector, for small input the quick compiler, and the class-data archive; with ``record`` and
+    no archive yet, this JVM records one (call :func:`finish` after stopping its session)."""
     global _recording
     options = [THROUGHPUT_GC, *([QUICK_JIT] if input_bytes < SMALL_INPUT_BYTES else [])]
     archive = archive_path()
@@ -138,9 +160,10 @@ def finish(spark: SparkSession) -> None:
         proc.kill()
         scratch.unlink(missing_ok=True)
         return
-    if proc.returncode == 0 and scratch.is_file() and scratch.stat().st_size > 0:
+    if proc.returncode == 0 and scratch.is_file() and sound(scratch):
         os.replace(scratch, archive)
         log.info("class-data archive written: %s", archive)
     else:
+        log.warning("class-data archive not written: the recording JVM exited %s", proc.returncode)
         with contextlib.suppress(OSError):
             scratch.unlink()

@@ -1,4 +1,4 @@
-"""The audit JVM's launch settings, and a class-data archive recorded by one real JVM and mapped by the next."""
+"""The audit JVM's launch settings, and a class-data archive recorded by a real JVM, mapped by the next."""
 
 from __future__ import annotations
 
@@ -85,6 +85,11 @@ def test_a_real_jvm_records_the_archive_and_the_next_one_maps_it(tmp_path: Path)
     archive = Path(first.stdout.split()[-1])
     assert archive.is_file() and archive.stat().st_size > 1_000_000
     assert not list(tmp_path.glob("*.tmp"))
+    assert jvm.sound(archive)
+    cut = tmp_path / "cut.jsa"  # a JVM given a truncated archive dies of SIGBUS: never put one in place
+    with archive.open("rb") as f:
+        cut.write_bytes(f.read(archive.stat().st_size // 3))
+    assert not jvm.sound(cut)
     loads = tmp_path / "class-load.log"
     env["JAVA_TOOL_OPTIONS"] = f"-Xlog:class+load=info:file={loads}"
     second = subprocess.run(
