@@ -1,16 +1,18 @@
-"""The local audit JVM's launch settings: its heap, its compiler, and a class-data archive it maps.
+"""The local audit JVM's launch settings: its heap, collector and compiler, and a class-data archive.
 
 A small directory's audit lives about twenty seconds, and a cold JVM spends much of that loading and
-linking Spark's classes and compiling them. Two settings cut that:
+linking Spark's classes and compiling them. The settings:
 
-* **the throughput collector** (``THROUGHPUT_GC``): the audit is a batch job;
+* **the heap** (:func:`heap_for`) and **the throughput collector** (``THROUGHPUT_GC``): the audit is a
+  batch job;
 * **the quick compiler** (``QUICK_JIT``) for small input: C1 only, so that C2's optimising compiles do
   not compete with the work for the two cores;
 * **a class-data archive** (JDK CDS, ``-XX:SharedArchiveFile``): the classes the audit loaded, already
   parsed and linked, mapped at start. The first audit on a machine records them
-  (``-XX:ArchiveClassesAtExit``) into a file of its own, and :func:`finish` renames it into place once
-  that JVM has exited and another has started with it (:func:`sound`); later JVMs map it. The archive is named after the Spark and the ``java`` it was
-  made with, so a new one of either makes a new archive; a JVM that cannot use one runs without it.
+  (``-XX:ArchiveClassesAtExit``) into a file of its own, and :func:`finish` renames it into place
+  once that JVM has exited and another has started with it (:func:`sound`); later JVMs map it. The
+  archive is named after the Spark and the ``java`` it was made with, so a new one of either makes a
+  new archive; a JVM that cannot use one runs without it.
 
 A JVM that ``spark-submit`` started (a standalone cluster's driver) is left with what it was given.
 """
