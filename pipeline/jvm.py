@@ -97,7 +97,10 @@ def sound(archive: Path) -> bool:
         return False
     try:
         done = subprocess.run(
-            [str(real), f"-XX:SharedArchiveFile={archive}", "-version"], capture_output=True, timeout=60
+            # A crash's hs_err report would land in the working directory: the exit status says enough.
+            [str(real), f"-XX:SharedArchiveFile={archive}", f"-XX:ErrorFile={os.devnull}", "-version"],
+            capture_output=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
