@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.clients import DEADLINE_S
+from tests.support.clients import DEADLINE_S, drained
 from tests.support.cluster import Cluster
 from zkstore import znodes
 
@@ -67,12 +67,8 @@ def totals(servers: str, topic: str = "quix-out") -> dict[str, int]:
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        quiet = 0
-        while quiet < 6:
-            messages = [m for m in consumer.consume(500, 0.5) if m.error() is None]
-            quiet = 0 if messages else quiet + 1
-            for message in messages:
-                found[message.key().decode()] = json.loads(message.value())["total"]
+        for message in drained(consumer):
+            found[message.key().decode()] = json.loads(message.value())["total"]
         return found
     finally:
         consumer.close()

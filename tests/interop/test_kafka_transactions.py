@@ -11,7 +11,7 @@ import asyncio
 from protocol.transaction_log import transaction_partition_for
 from tests.interop.conftest import KafkaBrokers
 from tests.interop.test_kafka_broker import beside_ours
-from tests.support.clients import DEADLINE_S
+from tests.support.clients import DEADLINE_S, drained
 from tests.support.cluster import Cluster
 from zkstore import znodes
 from zkstore.aio import AsyncZooKeeper
@@ -47,15 +47,9 @@ def read_committed(servers: str) -> list[str]:
 
     consumer = Consumer({"bootstrap.servers": servers, "group.id": "mixed-check",
                          "isolation.level": "read_committed", "enable.auto.commit": False})  # fmt: skip
-    values: list[str] = []
     try:
         consumer.assign([TopicPartition("mixed-txn", p, 0) for p in range(3)])
-        quiet = 0
-        while quiet < 6:
-            messages = [m for m in consumer.consume(500, 0.5) if m.error() is None]
-            quiet = 0 if messages else quiet + 1
-            values += [m.value().decode() for m in messages]
-        return values
+        return [m.value().decode() for m in drained(consumer)]
     finally:
         consumer.close()
 

@@ -83,3 +83,19 @@ def confluent_round_trip(
     finally:
         consumer.close()
     return [(m.partition(), m.key(), m.value()) for m in got]
+
+
+QUIET_POLLS = 6
+"""Polls of half a second in a row that bring nothing, after which a read-back has everything."""
+
+
+def drained(consumer: Any, quiet_polls: int = QUIET_POLLS) -> list[Any]:
+    """Every message a confluent-kafka ``consumer`` brings (error events left out) until
+    ``quiet_polls`` polls in a row bring none."""
+    messages: list[Any] = []
+    quiet = 0
+    while quiet < quiet_polls:
+        batch = [m for m in consumer.consume(500, 0.5) if m.error() is None]
+        quiet = 0 if batch else quiet + 1
+        messages += batch
+    return messages
