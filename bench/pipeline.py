@@ -37,7 +37,6 @@ from typing import Any
 from bench.audit_logs import generate
 from bench.machine import machine, write_report
 from bench.measure import status_kib
-from pipeline import jvm
 
 OUT = Path(__file__).parent / "results" / "pipeline.json"
 DIR_OUT = OUT.with_name("pipeline-dir.json")
@@ -110,6 +109,14 @@ def measured(argv: list[str]) -> tuple[dict[str, Any], str, str]:
     return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak / 1024)}, out, err
 
 
+def class_data_archive() -> Path | None:
+    """Where the audit's JVM keeps its class-data archive (``pipeline.jvm``, asked in a process of its
+    own: bench and pipeline share a floor)."""
+    asked = "from pipeline.jvm import archive_path; print(archive_path() or '')"
+    done = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, check=True)
+    return Path(done.stdout.strip()) if done.stdout.strip() else None
+
+
 def one_size(rows: int, directory: Path) -> dict[str, Any]:
     started = time.monotonic()
     written = generate(directory, rows)
@@ -129,7 +136,7 @@ def one_directory(
     log = directory.parent / f"{directory.name}-spark.log"
     report_file = directory.parent / f"{directory.name}-audit.json"
     command = [sys.executable, "-m", "pipeline", "audit", "--dir", str(directory), "--out", str(report_file)]
-    archive = jvm.archive_path()
+    archive = class_data_archive()
     recorded = archive is not None and not archive.is_file()
     if recorded:
         measured([*command, "--json"])

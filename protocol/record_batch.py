@@ -5,7 +5,8 @@ them: it checks each batch's framing and CRC, assigns ``base_offset`` and ``part
 (both outside the CRC, so rewriting them leaves it valid), and hands the bytes on. Decoding records
 (:func:`decode_records`) and building batches (:func:`build_batch`) exist for tests, tools and the
 batches a broker writes itself (transaction markers, ``protocol.control_records``; the log cleaner's
-rewritten batches, :func:`encode_record` and :func:`pack_batch`); they handle uncompressed batches only.
+rewritten batches, :func:`encode_record` and :func:`pack_batch`). :func:`decode_records` opens a
+compressed batch with its codec (``protocol.compression``); :func:`build_batch` writes uncompressed ones.
 
 Layout (all big-endian; the CRC is CRC-32C over everything from ``attributes`` to the end)::
 
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 
 import crc32c
 
-from protocol.errors import CorruptRecordBatch, ProtocolError
+from protocol.compression import decompress
+from protocol.errors import CorruptRecordBatch
 
 __all__ = [
     "CRC_START",
@@ -303,19 +305,21 @@ def _read_blob(data: Buffer, pos: int, end: int, what: str) -> tuple[bytes | Non
 
 
 def decode_records(batch: Buffer) -> list[Record]:
-    """The records of one uncompressed, whole batch (its CRC is not checked here: see check_batch)."""
+    """The records of one whole batch, decompressed with its codec if it has one (its CRC is not
+    checked here: see check_batch); UnknownCodec (a ProtocolError) if its codec cannot read them."""
     header = parse_header(batch)
     if header.size > len(batch):
         raise CorruptRecordBatch(f"batch at byte 0: length {header.batch_length} runs beyond the data")
-    if header.compression:
-        raise ProtocolError(f"compressed batches (codec {header.compression}) are not decoded here")
     if header.records_count < 0:
         raise CorruptRecordBatch(f"batch at byte 0: negative record count {header.records_count}")
-    end = header.size
-    pos = HEADER_SIZE
+    body: Buffer = memoryview(batch)[HEADER_SIZE : header.size]
+    if header.compression:
+        body = decompress(header.compression, body)
+    end = len(body)
+    pos = 0
     records = []
     for i in range(header.records_count):
-        record, pos = _decode_record(batch, pos, end, f"record {i}")
+        record, pos = _decode_record(body, pos, end, f"record {i}")
         records.append(record)
     if pos != end:
         raise CorruptRecordBatch(f"batch at byte 0: {end - pos} bytes after its last record")

@@ -8,8 +8,9 @@ horizon yet (KIP-534): then it is rebuilt with the horizon ``now + delete.retent
 timestamp and attribute bit 6, the records' timestamp deltas taken from there. A batch that lost
 records is rebuilt with the same header fields (base offset, last offset delta, producer id, epoch
 and sequence, attributes, partition leader epoch); one that lost them all is either dropped or kept
-as a header without records. Compressed batches cannot be decoded here (``protocol.record_batch``
-handles uncompressed ones only): they are kept whole, unless dropped whole, and counted.
+as a header without records. A compressed batch is opened with its codec and rebuilt with the same
+codec (``protocol.compression``); one whose codec cannot read it is kept whole, unless dropped whole,
+and counted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from protocol.compression import UnknownCodec, compress
 from protocol.record_batch import (
     DELETE_HORIZON_MASK,
     Record,
@@ -46,12 +48,14 @@ class Copied:
 
 def rebuild_batch(header: RecordBatchHeader, records: list[Record], horizon: int | None) -> tuple[bytes, int]:
     """``header``'s batch with only ``records`` (its own, timestamps relative to its base), with the
-    delete horizon ``horizon`` if not None; returns the bytes and the new max timestamp."""
+    delete horizon ``horizon`` if not None, compressed with its codec; returns the bytes and the new
+    max timestamp."""
     stamps = [header.base_timestamp + r.timestamp_delta for r in records]
     base = horizon if horizon is not None else stamps[0]
     body = bytearray()
     for record, stamp in zip(records, stamps, strict=True):
         encode_record(body, record.offset_delta, stamp - base, record.key, record.value, record.headers)
+    packed = compress(header.compression, body) if header.compression else body
     attributes = header.attributes & ~DELETE_HORIZON_MASK
     if horizon is not None:
         attributes |= DELETE_HORIZON_MASK
@@ -63,7 +67,7 @@ def rebuild_batch(header: RecordBatchHeader, records: list[Record], horizon: int
         max_timestamp=max_timestamp,
         records_count=len(records),
     )
-    return pack_batch(rebuilt, body), max_timestamp
+    return pack_batch(rebuilt, packed), max_timestamp
 
 
 def empty_batch(header: RecordBatchHeader) -> bytes:
@@ -87,15 +91,14 @@ def copy_batch(
     """The batch as the cleaner writes it (no bytes if it goes). ``discard_records``: none of its records
     stays; ``retain_empty``: kept even with none; ``keep(offset, record)`` decides the others;
     ``new_horizon``: the delete horizon stamped on a batch that needs one (now + delete.retention.ms)."""
-    if header.compression:
-        if not discard_records:
+    records: list[Record] = []
+    if not discard_records:
+        try:
+            records = decode_records(batch)
+        except UnknownCodec:
             return Copied(batch, header.max_timestamp, header.records_count, header.records_count, True)
-        records: list[Record] = []
-        count = header.records_count
-    else:
-        records = decode_records(batch)
-        count = len(records)
-    kept = [] if discard_records else [r for r in records if keep(header.base_offset + r.offset_delta, r)]
+    count = header.records_count
+    kept = [r for r in records if keep(header.base_offset + r.offset_delta, r)]
     if kept:
         tombstones = any(r.value is None for r in kept)
         needs_horizon = (tombstones or marker_for_empty_txn) and header.delete_horizon_ms is None

@@ -32,6 +32,7 @@ from broker.log.offset_map import OffsetMap
 from broker.log.segment import BatchInfo, Segment, walk
 from broker.log.swap import CLEANED_SUFFIX
 from broker.log.txn_index import AbortedTxn, collect_aborted
+from protocol.compression import UnknownCodec
 from protocol.record_batch import Record, RecordBatchHeader, decode_records
 
 __all__ = ["Cleaner", "CleanerStats", "CleaningAborted", "group_by_size", "segments_between"]
@@ -59,7 +60,7 @@ class CleanerStats:
     invalid_records: int = 0
     """Records without a key: a compacted log drops them."""
     compressed_batches_kept: int = 0
-    """Compressed batches copied whole: their records cannot be decoded here."""
+    """Compressed batches copied whole: their codec could not read their records."""
     buffer_utilization: float = 0.0
 
     @property
@@ -178,10 +179,10 @@ class Cleaner:
             if header.is_control:
                 txns.on_marker(header, batch)
                 stats.map_records_read += 1
-            elif txns.on_batch(header) or header.compression:
+            elif txns.on_batch(header) or (records := _records(batch)) is None:
                 stats.map_records_read += header.records_count
             else:
-                for record in decode_records(batch):
+                for record in records:
                     offset = header.base_offset + record.offset_delta
                     if record.key is not None and offset >= start:
                         if self.map.full:
@@ -252,6 +253,14 @@ class Cleaner:
         self.throttle(len(out))
         out.clear()
         infos.clear()
+
+
+def _records(batch: memoryview) -> list[Record] | None:
+    """A batch's records, None if its codec cannot read them (the copy keeps such a batch whole)."""
+    try:
+        return decode_records(batch)
+    except UnknownCodec:
+        return None
 
 
 class _RecordFilter:

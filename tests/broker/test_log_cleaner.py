@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,15 @@ import pytest
 from broker.cleaner import UNLIMITED_IO, CleanerConfig, LogCleaner
 from broker.cleaner.throttler import Throttler
 from broker.log.offset_map import ENTRY_BYTES, OffsetMap
-from protocol.record_batch import CRC_START, RecordBatchHeader, build_batch
+from protocol.compression import GZIP, LZ4, SNAPPY, ZSTD, compress
+from protocol.record_batch import (
+    CRC_START,
+    HEADER_SIZE,
+    RecordBatchHeader,
+    build_batch,
+    pack_batch,
+    parse_header,
+)
 from tests.broker.cleaner_builders import (
     DAY_MS,
     NOW,
@@ -154,10 +163,32 @@ def test_records_without_a_key_are_dropped(tmp_path: Path) -> None:
     assert all(s.key is not None for s in records(log))
 
 
-def test_compressed_batches_are_kept_whole_and_counted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_are_cleaned_and_keep_their_codec(tmp_path: Path, codec: int) -> None:
+    """Batches of four keys each, compressed: the stale records inside them go, and what a batch
+    keeps is written back with its codec."""
+    log = compacted_log(tmp_path, segment_bytes=2048)
+    latest: dict[str, str] = {}
+    for r in range(30):
+        values = [(f"k{k}", f"v{r}-{k}" + "." * 40) for k in range(4)]
+        plain = build_batch([(k.encode(), v.encode()) for k, v in values], timestamps=[NOW] * 4)
+        header = parse_header(plain)
+        compressed = replace(header, attributes=header.attributes | codec)
+        log.append_as_leader(pack_batch(compressed, compress(codec, plain[HEADER_SIZE:])), 0, now_ms=NOW)
+        latest.update(values)
+    h = harness(tmp_path, log)
+    assert h.clean()
+    assert latest_values(log) == latest
+    cleaned = [s for s in records(log) if s.offset < h.events[-1]["end_offset"]]
+    assert len({s.key for s in cleaned}) == len(cleaned) <= 4, "one record per key where cleaned"
+    assert all(s.header.compression == codec for s in cleaned)
+    assert h.events[-1]["records_removed"] > 0 and h.events[-1]["compressed_batches_kept"] == 0
+
+
+def test_a_batch_its_codec_cannot_read_is_kept_whole_and_counted(tmp_path: Path) -> None:
     log = compacted_log(tmp_path)
     plain = bytearray(build_batch([(b"k0", b"zipped")], timestamps=[NOW]))
-    plain[CRC_START + 1] |= 1  # gzip: the cleaner cannot decode it, so it keeps it
+    plain[CRC_START + 1] |= 1  # says gzip, holds plain records: the cleaner cannot read it, so keeps it
     log.append_as_follower(with_crc_fixed(bytes(plain)))
     fill(log, keys=4, rounds=10)
     h = harness(tmp_path, log)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from broker.group.config import OFFSETS_TOPIC
+from protocol.record_batch import RecordBatchHeader, parse_batches
 from tests.support.clients import DEADLINE_S
 from tests.support.cluster import Cluster
 
@@ -100,6 +101,53 @@ async def test_a_compacted_topic_keeps_one_value_per_key_while_a_producer_writes
     final = await asyncio.to_thread(read_partition, servers, "table")
     latest = {key: value for _, key, value in final}
     assert latest == last  # the latest value of every key survives
+
+
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+
+
+def produce_compressed(servers: str, topic: str, codec: str, rounds: int) -> dict[bytes, bytes]:
+    """``rounds`` values of each of ``KEYS`` keys, in batches librdkafka compresses with ``codec``;
+    returns each key's last value."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": servers, "compression.type": codec, "linger.ms": 20})
+    last: dict[bytes, bytes] = {}
+    for i in range(rounds * KEYS):
+        key, value = f"k{i % KEYS}".encode(), f"{codec}-{i}".encode() * 4
+        producer.produce(topic, key=key, value=value, partition=0)
+        last[key] = value
+        if i % KEYS == KEYS - 1:
+            producer.flush(DEADLINE_S)  # a batch of every key, compressed
+    assert producer.flush(DEADLINE_S) == 0
+    return last
+
+
+async def test_batches_compressed_by_a_client_are_cleaned_and_read_back(cluster: Cluster) -> None:
+    """librdkafka compresses, the cleaner opens each batch and writes back what stays with the same
+    codec, and librdkafka reads that back: one value per key where cleaned, the latest of each."""
+    await cluster.start((1,), overrides={1: CLEANER})
+    servers = cluster.bootstrap()
+    for codec in CODECS:
+        await asyncio.to_thread(create_compacted, servers, codec)
+        last = await asyncio.to_thread(produce_compressed, servers, codec, codec, 40)
+        event = await cluster.brokers[1].wait_event(cleaned(codec, 200), timeout=60, what=f"{codec} cleaned")
+        found = await asyncio.to_thread(read_partition, servers, codec)
+        cleaned_keys = [key for offset, key, _ in found if offset < event["end_offset"]]
+        assert len(cleaned_keys) == len(set(cleaned_keys)) <= KEYS, codec
+        assert event["records_removed"] > 0 and event["compressed_batches_kept"] == 0, codec
+        assert {key: value for _, key, value in found} == last, codec
+        codecs = {header.compression for header in stored_batches(cluster, f"{codec}-0")}
+        assert codecs == {CODECS.index(codec) + 1}, (codec, codecs)  # compressed, cleaned or not
+
+
+def stored_batches(cluster: Cluster, directory: str) -> list[RecordBatchHeader]:
+    """The headers of every batch in a partition's segment files on broker 1."""
+    headers = []
+    for segment in sorted((cluster.brokers[1].dir / directory).glob("*.log")):
+        data = segment.read_bytes()
+        headers += [header for header, _, _ in parse_batches(data, verify_crc=True)]
+    return headers
 
 
 def offsets_log_bytes(cluster: Cluster) -> int:

@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import contextlib
 import struct
+from dataclasses import replace
 
+import cramjam
 import crc32c
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from protocol import CorruptRecordBatch, ProtocolError
+from protocol.compression import (
+    GZIP,
+    LZ4,
+    SNAPPY,
+    SNAPPY_JAVA_MAGIC,
+    ZSTD,
+    UnknownCodec,
+    compress,
+    decompress,
+)
 from protocol.record_batch import (
     CRC_START,
     HEADER_SIZE,
@@ -20,6 +32,7 @@ from protocol.record_batch import (
     check_batch,
     crc_valid,
     decode_records,
+    pack_batch,
     parse_batches,
     parse_header,
     restamp_in_place,
@@ -302,11 +315,42 @@ def test_short_buffers():
         with_base_offset_and_epoch(GOOD[:30], 0, 0)
 
 
-def test_compressed_batches_are_not_decoded():
+def test_a_batch_its_codec_cannot_read_raises_unknown_codec():
     gzip = bytearray(GOOD)
-    gzip[21:23] = struct.pack(">h", 1)
-    with pytest.raises(ProtocolError, match="compressed"):
+    gzip[21:23] = struct.pack(">h", 1)  # claims gzip, holds plain records
+    with pytest.raises(UnknownCodec, match="codec 1"):
         decode_records(bytes(gzip))
+    seven = bytearray(GOOD)
+    seven[21:23] = struct.pack(">h", 7)
+    with pytest.raises(ProtocolError, match="no codec 7"):
+        decode_records(bytes(seven))
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_decode_with_their_codec(codec):
+    """Records of 200 KB, past one snappy or LZ4 block, compressed and packed as a producer would."""
+    plain = build_batch([(f"k{i}".encode(), bytes(1000) + str(i).encode()) for i in range(200)])
+    header = parse_header(plain)
+    body = compress(codec, plain[HEADER_SIZE:])
+    packed = pack_batch(replace(header, attributes=header.attributes | codec), body)
+    assert crc_valid(packed) and parse_header(packed).compression == codec
+    assert decode_records(packed) == decode_records(plain)
+
+
+def test_snappy_reads_both_framings():
+    """snappy-java's stream framing (the Java producer's) and a raw block (librdkafka's)."""
+    data = bytes(range(256)) * 400
+    framed = compress(SNAPPY, data)
+    assert framed.startswith(SNAPPY_JAVA_MAGIC)
+    assert decompress(SNAPPY, framed) == data
+    assert decompress(SNAPPY, bytes(cramjam.snappy.compress_raw(data))) == data
+
+
+def test_lz4_frames_have_independent_blocks_and_no_content_checksum():
+    """Kafka's Java reader decompresses each block on its own and knows no content checksum."""
+    frame = compress(LZ4, bytes(300_000))
+    flags = frame[4]
+    assert flags >> 6 == 1 and flags & 0x20 and not flags & 0x04
 
 
 @given(st.data())
