@@ -116,7 +116,7 @@ def settings_for(input_bytes: int, *, record: bool = False) -> dict[str, str]:
     archive = archive_path()
     if archive is not None and archive.is_file():
         options.append(f"-XX:SharedArchiveFile={archive}")
-    elif archive is not None and record and _prepare(archive):
+    elif archive is not None and record and not _failed(archive).exists() and _prepare(archive):
         scratch = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
         options.append(f"-XX:ArchiveClassesAtExit={scratch}")
         _recording = (scratch, archive)
@@ -127,12 +127,16 @@ def settings_for(input_bytes: int, *, record: bool = False) -> dict[str, str]:
 
 
 def _prepare(archive: Path) -> bool:
-    """The archive's directory exists, without the scratch files of recording JVMs that are gone."""
+    """The archive's directory exists, without the archives of another Spark or ``java`` (170 MB
+    each), nor the scratch files of recording JVMs that are gone."""
     try:
         archive.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         log.debug("no class-data archive: %s", exc)
         return False
+    for stale in archive.parent.glob("*.jsa"):
+        if stale.name != archive.name:
+            stale.unlink(missing_ok=True)
     for scratch in archive.parent.glob(f"{archive.name}.*.tmp"):
         pid = scratch.name.removeprefix(f"{archive.name}.").removesuffix(".tmp")
         if not pid.isdigit() or not Path(f"/proc/{pid}").exists():
@@ -140,35 +144,56 @@ def _prepare(archive: Path) -> bool:
     return True
 
 
+def _failed(archive: Path) -> Path:
+    """Left when recording ``archive`` failed, so that later audits do not pay for trying again
+    (delete it, or the directory, to try again)."""
+    return archive.with_name(archive.name + ".failed")
+
+
 def finish(spark: SparkSession) -> None:
     """Stop ``spark``; if its JVM is recording an archive, let it exit (it writes the archive as it
-    does) and put the archive in place. A later session in this process starts a new JVM."""
+    does) and put the archive in place. A later session in this process starts a new JVM. Nothing
+    here raises: the archive only saves time."""
     global _recording
     spark.stop()
     if _recording is None:
         return
     scratch, archive = _recording
     _recording = None
+    try:
+        why = _end_recording(scratch, archive)
+    except OSError as exc:
+        why = str(exc)
+    if why is None:
+        log.info("class-data archive written: %s", archive)
+        return
+    log.info("class-data archive not written: %s", why)  # an audit's stderr stays its own
+    with contextlib.suppress(OSError):
+        scratch.unlink(missing_ok=True)
+        _failed(archive).write_text(why + "\n")
+
+
+def _end_recording(scratch: Path, archive: Path) -> str | None:
+    """End the recording JVM and put its archive in place; None if done, else why not."""
     from pyspark import SparkContext
 
     # PySpark keeps its JVM's gateway, and the process, in private class fields: no API ends the JVM.
     gateway = SparkContext._gateway  # noqa: SLF001
     proc = getattr(gateway, "proc", None)
     if gateway is None or proc is None or proc.stdin is None:
-        return
+        return "the JVM was not started here"
     gateway.shutdown()
     SparkContext._gateway = SparkContext._jvm = None  # noqa: SLF001
     proc.stdin.close()  # Spark's gateway exits on end of input, and the JVM records as it exits
     try:
         proc.wait(timeout=WAIT_FOR_EXIT_S)
-    except Exception:  # subprocess.TimeoutExpired: the archive is not trusted, the JVM is ended
+    except subprocess.TimeoutExpired:
         proc.kill()
-        scratch.unlink(missing_ok=True)
-        return
-    if proc.returncode == 0 and scratch.is_file() and sound(scratch):
-        os.replace(scratch, archive)
-        log.info("class-data archive written: %s", archive)
-    else:
-        log.warning("class-data archive not written: the recording JVM exited %s", proc.returncode)
-        with contextlib.suppress(OSError):
-            scratch.unlink()
+        proc.wait()
+        return f"the JVM had not exited after {WAIT_FOR_EXIT_S:.0f} s"
+    if proc.returncode != 0:
+        return f"the recording JVM exited {proc.returncode}"
+    if not scratch.is_file() or not sound(scratch):
+        return "no JVM starts with the recorded archive"
+    os.replace(scratch, archive)
+    return None

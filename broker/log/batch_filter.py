@@ -9,8 +9,8 @@ timestamp and attribute bit 6, the records' timestamp deltas taken from there. A
 records is rebuilt with the same header fields (base offset, last offset delta, producer id, epoch
 and sequence, attributes, partition leader epoch); one that lost them all is either dropped or kept
 as a header without records. A compressed batch is opened with its codec and rebuilt with the same
-codec (``protocol.compression``); one whose codec cannot read it is kept whole, unless dropped whole,
-and counted.
+codec (``protocol.compression``); one that cannot be read (:func:`records_of`) is kept whole, unless
+dropped whole, and counted.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from protocol.compression import UnknownCodec, compress
+from protocol.compression import compress
+from protocol.errors import ProtocolError
 from protocol.record_batch import (
     DELETE_HORIZON_MASK,
     Record,
@@ -28,7 +29,7 @@ from protocol.record_batch import (
     pack_batch,
 )
 
-__all__ = ["Copied", "copy_batch", "empty_batch", "rebuild_batch"]
+__all__ = ["Copied", "copy_batch", "empty_batch", "rebuild_batch", "records_of"]
 
 _KEPT_WHEN_EMPTY = 0x38
 """Attribute bits an emptied batch keeps: timestamp type, transactional, control (no codec, no horizon)."""
@@ -78,6 +79,18 @@ def empty_batch(header: RecordBatchHeader) -> bytes:
     return pack_batch(empty, b"")
 
 
+def records_of(header: RecordBatchHeader, batch: memoryview) -> list[Record] | None:
+    """A batch's records; None for a compressed batch that cannot be read (its codec fails on it, its
+    records are damaged, or they would take more than ``MAX_DECOMPRESSED_BYTES``): the broker took it
+    without opening it, and the cleaner keeps it whole. A damaged uncompressed batch raises."""
+    try:
+        return decode_records(batch)
+    except ProtocolError:
+        if header.compression:
+            return None
+        raise
+
+
 def copy_batch(
     header: RecordBatchHeader,
     batch: memoryview,
@@ -93,10 +106,10 @@ def copy_batch(
     ``new_horizon``: the delete horizon stamped on a batch that needs one (now + delete.retention.ms)."""
     records: list[Record] = []
     if not discard_records:
-        try:
-            records = decode_records(batch)
-        except UnknownCodec:
+        readable = records_of(header, batch)
+        if readable is None:
             return Copied(batch, header.max_timestamp, header.records_count, header.records_count, True)
+        records = readable
     count = header.records_count
     kept = [r for r in records if keep(header.base_offset + r.offset_delta, r)]
     if kept:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from broker.log.batch_filter import Copied, copy_batch
+from broker.log.batch_filter import Copied, copy_batch, records_of
 from broker.log.cleaned_txns import CleanedTransactions
 from broker.log.cleaning_view import CleaningView, LastRecord
 from broker.log.log import Log
@@ -32,8 +32,7 @@ from broker.log.offset_map import OffsetMap
 from broker.log.segment import BatchInfo, Segment, walk
 from broker.log.swap import CLEANED_SUFFIX
 from broker.log.txn_index import AbortedTxn, collect_aborted
-from protocol.compression import UnknownCodec
-from protocol.record_batch import Record, RecordBatchHeader, decode_records
+from protocol.record_batch import Record, RecordBatchHeader
 
 __all__ = ["Cleaner", "CleanerStats", "CleaningAborted", "group_by_size", "segments_between"]
 
@@ -60,7 +59,7 @@ class CleanerStats:
     invalid_records: int = 0
     """Records without a key: a compacted log drops them."""
     compressed_batches_kept: int = 0
-    """Compressed batches copied whole: their codec could not read their records."""
+    """Compressed batches copied whole: their records could not be read (``records_of``)."""
     buffer_utilization: float = 0.0
 
     @property
@@ -179,7 +178,7 @@ class Cleaner:
             if header.is_control:
                 txns.on_marker(header, batch)
                 stats.map_records_read += 1
-            elif txns.on_batch(header) or (records := _records(batch)) is None:
+            elif txns.on_batch(header) or (records := records_of(header, batch)) is None:
                 stats.map_records_read += header.records_count
             else:
                 for record in records:
@@ -253,14 +252,6 @@ class Cleaner:
         self.throttle(len(out))
         out.clear()
         infos.clear()
-
-
-def _records(batch: memoryview) -> list[Record] | None:
-    """A batch's records, None if its codec cannot read them (the copy keeps such a batch whole)."""
-    try:
-        return decode_records(batch)
-    except UnknownCodec:
-        return None
 
 
 class _RecordFilter:

@@ -15,9 +15,8 @@ import pytest
 from broker.cleaner import UNLIMITED_IO, CleanerConfig, LogCleaner
 from broker.cleaner.throttler import Throttler
 from broker.log.offset_map import ENTRY_BYTES, OffsetMap
-from protocol.compression import GZIP, LZ4, SNAPPY, ZSTD, compress
+from protocol.compression import GZIP, LZ4, MAX_DECOMPRESSED_BYTES, SNAPPY, ZSTD, compress
 from protocol.record_batch import (
-    CRC_START,
     HEADER_SIZE,
     RecordBatchHeader,
     build_batch,
@@ -36,7 +35,6 @@ from tests.broker.cleaner_builders import (
     records,
     roll_past,
 )
-from tests.broker.log_builders import with_crc_fixed
 
 
 def test_the_latest_value_of_each_key_survives(tmp_path: Path) -> None:
@@ -185,11 +183,23 @@ def test_compressed_batches_are_cleaned_and_keep_their_codec(tmp_path: Path, cod
     assert h.events[-1]["records_removed"] > 0 and h.events[-1]["compressed_batches_kept"] == 0
 
 
-def test_a_batch_its_codec_cannot_read_is_kept_whole_and_counted(tmp_path: Path) -> None:
+def unreadable_batches() -> dict[str, bytes]:
+    """Compressed batches the cleaner cannot read, each of one record keyed k0."""
+    plain = build_batch([(b"k0", b"zipped")], timestamps=[NOW])
+    header = parse_header(plain)
+    gzip = replace(header, attributes=header.attributes | GZIP)
+    return {
+        "not gzip": pack_batch(gzip, plain[HEADER_SIZE:]),  # says gzip, holds plain records
+        "damaged records": pack_batch(gzip, compress(GZIP, plain[HEADER_SIZE:] + b"\x00")),
+        "too large": pack_batch(gzip, compress(GZIP, bytes(MAX_DECOMPRESSED_BYTES + 1))),
+    }
+
+
+@pytest.mark.parametrize("kind", ["not gzip", "damaged records", "too large"])
+def test_a_compressed_batch_that_cannot_be_read_is_kept_whole_and_counted(tmp_path: Path, kind: str) -> None:
+    """The broker took it without opening it: the cleaner keeps it as it is, and goes on."""
     log = compacted_log(tmp_path)
-    plain = bytearray(build_batch([(b"k0", b"zipped")], timestamps=[NOW]))
-    plain[CRC_START + 1] |= 1  # says gzip, holds plain records: the cleaner cannot read it, so keeps it
-    log.append_as_follower(with_crc_fixed(bytes(plain)))
+    log.append_as_follower(unreadable_batches()[kind])
     fill(log, keys=4, rounds=10)
     h = harness(tmp_path, log)
     assert h.clean()

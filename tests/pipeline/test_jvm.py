@@ -48,16 +48,26 @@ def test_an_archive_is_recorded_only_when_asked_and_mapped_once_there(archive_di
     assert options(jvm.settings_for(0, record=True))[-1] == f"-XX:SharedArchiveFile={archive}"
 
 
-def test_scratch_files_of_gone_recorders_are_removed(archive_dir: Path) -> None:
+def test_stale_archives_and_scratch_files_of_gone_recorders_are_removed(archive_dir: Path) -> None:
     archive = jvm.archive_path()
     assert archive is not None
     archive_dir.mkdir()
     gone = archive.with_name(f"{archive.name}.999999999.tmp")
     live = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
-    gone.write_bytes(b"x")
-    live.write_bytes(b"x")
+    older = archive_dir / "spark-3.5.0-000000000000.jsa"
+    for path in (gone, live, older):
+        path.write_bytes(b"x")
     jvm.settings_for(0, record=True)
-    assert not gone.exists() and live.exists()
+    assert not gone.exists() and live.exists() and not older.exists()
+
+
+def test_a_recording_that_failed_is_not_tried_again(archive_dir: Path) -> None:
+    """Recording costs an audit about 20 s: after a failure, later audits run without an archive."""
+    archive = jvm.archive_path()
+    assert archive is not None
+    archive_dir.mkdir()
+    archive.with_name(archive.name + ".failed").write_text("no JVM starts with the recorded archive\n")
+    assert options(jvm.settings_for(0, record=True)) == [jvm.THROUGHPUT_GC, jvm.QUICK_JIT]
 
 
 RECORD_THEN_MAP = """

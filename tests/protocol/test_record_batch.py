@@ -372,3 +372,18 @@ def test_record_errors_name_the_record():
     count[57:61] = struct.pack(">i", 3)
     with pytest.raises(CorruptRecordBatch, match="record 2: varint runs past"):
         decode_records(bytes(count))
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_decompression_stops_at_its_limit(codec):
+    """A small frame can hold gigabytes of zeros: past the limit, the codec refuses instead."""
+    zeros = compress(codec, bytes(3_000_000))
+    assert len(zeros) < 200_000
+    with pytest.raises(UnknownCodec, match="more than 1000000 bytes"):
+        decompress(codec, zeros, limit=1_000_000)
+    assert decompress(codec, zeros, limit=3_000_000) == bytes(3_000_000)
+
+
+def test_a_snappy_java_header_cut_short_is_refused():
+    with pytest.raises(UnknownCodec, match="cannot hold snappy-java's header"):
+        decompress(SNAPPY, SNAPPY_JAVA_MAGIC + b"\x00\x00")
