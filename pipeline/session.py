@@ -34,13 +34,18 @@ LOOPBACK_DRIVER = ("spark.driver.bindAddress", "spark.driver.host")
 
 
 def local_session(
-    app: str = "kafka-zk-audit", jvm_log: Path | None = None, input_bytes: int = 0, *, record: bool = False
+    app: str = "kafka-zk-audit",
+    jvm_log: Path | None = None,
+    input_bytes: int = 0,
+    *,
+    record: bool = False,
+    lasting: bool = False,
 ) -> SparkSession:
     """A ``local[2]`` session, or the one already running (tests share one per session); under
     ``spark-submit``, a session on the master it was given (a standalone cluster), same settings.
     A JVM started here gets the heap, compiler and class-data archive of ``pipeline.jvm`` for
-    ``input_bytes``; with ``record``, it records the archive if there is none yet (stop the session with
-    ``pipeline.jvm.finish``).
+    ``input_bytes`` (``lasting``: it will run many audits, as the tests' does); with ``record``, it
+    records the archive if there is none yet (stop the session with ``pipeline.jvm.finish``).
 
     The JVM writes its start-up lines (log4j's profile, native-library and incubator-module warnings)
     to its stderr before any log level applies. With ``jvm_log``, a JVM started here gets that file as
@@ -59,7 +64,7 @@ def local_session(
         if key not in LOOPBACK_DRIVER or not submitted():  # a cluster's workers reach the driver
             builder = builder.config(key, value)
     if not submitted():  # spark-submit's JVM is running already, with the heap it was given
-        for key, value in settings_for(input_bytes, record=record and starts_jvm).items():
+        for key, value in settings_for(input_bytes, record=record and starts_jvm, lasting=lasting).items():
             builder = builder.config(key, value)
     with _output_to(jvm_log) if jvm_log is not None and starts_jvm else contextlib.nullcontext():
         spark = builder.getOrCreate()

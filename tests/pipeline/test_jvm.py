@@ -32,6 +32,10 @@ def test_small_input_gets_the_quick_compiler_and_the_default_heap(archive_dir: P
     assert options(settings) == [jvm.THROUGHPUT_GC, jvm.QUICK_JIT]
 
 
+def test_a_lasting_jvm_keeps_c2_whatever_its_input(archive_dir: Path) -> None:
+    assert options(jvm.settings_for(1024, lasting=True)) == [jvm.THROUGHPUT_GC]
+
+
 def test_large_input_gets_the_large_heap_and_keeps_c2(archive_dir: Path) -> None:
     settings = jvm.settings_for(jvm.SMALL_INPUT_BYTES)
     assert settings["spark.driver.memory"] == jvm.LARGE_HEAP
