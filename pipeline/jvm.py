@@ -123,10 +123,7 @@ def settings_for(input_bytes: int, *, record: bool = False, lasting: bool = Fals
         scratch = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
         options.append(f"-XX:ArchiveClassesAtExit={scratch}")
         _recording = (scratch, archive)
-    return {
-        "spark.driver.memory": heap_for(input_bytes),
-        **({"spark.driver.extraJavaOptions": " ".join(options)} if options else {}),
-    }
+    return {"spark.driver.memory": heap_for(input_bytes), "spark.driver.extraJavaOptions": " ".join(options)}
 
 
 def _prepare(archive: Path) -> bool:

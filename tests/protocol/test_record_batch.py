@@ -315,18 +315,24 @@ def test_short_buffers():
         with_base_offset_and_epoch(GOOD[:30], 0, 0)
 
 
-def test_a_batch_its_codec_cannot_read_raises_unknown_codec():
-    gzip = bytearray(GOOD)
-    gzip[21:23] = struct.pack(">h", 1)  # claims gzip, holds plain records
-    with pytest.raises(UnknownCodec, match="codec 1"):
-        decode_records(bytes(gzip))
-    seven = bytearray(GOOD)
-    seven[21:23] = struct.pack(">h", 7)
-    with pytest.raises(ProtocolError, match="no codec 7"):
-        decode_records(bytes(seven))
+every_codec = pytest.mark.parametrize(
+    "codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"]
+)
 
 
-@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize(
+    ("codec", "error", "match"),
+    [(GZIP, UnknownCodec, "codec 1"), (7, ProtocolError, "no codec 7")],
+    ids=["gzip holding plain records", "no such codec"],
+)
+def test_a_batch_its_codec_cannot_read_raises_unknown_codec(codec, error, match):
+    mangled = bytearray(GOOD)
+    mangled[21:23] = struct.pack(">h", codec)  # attributes: the codec bits
+    with pytest.raises(error, match=match):
+        decode_records(bytes(mangled))
+
+
+@every_codec
 def test_compressed_batches_decode_with_their_codec(codec):
     """Records of 200 KB, past one snappy or LZ4 block, compressed and packed as a producer would."""
     plain = build_batch([(f"k{i}".encode(), bytes(1000) + str(i).encode()) for i in range(200)])
@@ -374,7 +380,7 @@ def test_record_errors_name_the_record():
         decode_records(bytes(count))
 
 
-@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"])
+@every_codec
 def test_decompression_stops_at_its_limit(codec):
     """A small frame can hold gigabytes of zeros: past the limit, the codec refuses instead."""
     zeros = compress(codec, bytes(3_000_000))
