@@ -1,6 +1,10 @@
 """The log cleaner's threads (Kafka's LogCleaner and CleanerThread): each cleans the dirtiest
 compacted log, sleeps ``log.cleaner.backoff.ms`` when none is due, and reports what it did.
 
+By default each thread cleans in a worker process of its own (``broker.cleaner.worker_client``), so
+that the decoding and re-encoding do not hold the broker's GIL; the swaps stay here. ``in_process``
+cleans in the thread itself (unit tests, benchmarks of the cleaner alone).
+
 A cleaning that fails marks its log uncleanable (logged, counted by the metrics, a
 ``log_uncleanable`` event) and the thread goes on; an aborted one (the log was deleted or truncated,
 or the broker is stopping) is simply dropped. Only an error outside any log's cleaning ends a thread,
@@ -20,6 +24,7 @@ from typing import Any
 from broker.cleaner.config import CleanerConfig
 from broker.cleaner.manager import CleanerManager, LogToClean
 from broker.cleaner.throttler import Throttler
+from broker.cleaner.worker_client import CleanerWorker, WorkerSettings
 from broker.log import Log, LogClosed
 from broker.log.compaction import Cleaner, CleanerStats, CleaningAborted
 from broker.log.offset_map import OffsetMap
@@ -40,7 +45,7 @@ class CleanerThread:
     """One cleaning thread's state; :meth:`LogCleaner.clean_once` runs one round of its loop."""
 
     index: int
-    cleaner: Cleaner
+    cleaner: Cleaner | CleanerWorker
     current: list[TopicPartition]
     """The partition being cleaned (none or one): what the cleaner's abort checks look at."""
     last_stats: CleanerStats = field(default_factory=CleanerStats)
@@ -62,8 +67,10 @@ class LogCleaner:
         *,
         high_watermark: Callable[[TopicPartition], int | None] = lambda tp: None,
         clock_ms: Callable[[], int] = wall_clock_ms,
+        in_process: bool = False,
     ) -> None:
         self.config = config
+        self.in_process = in_process
         self.emit = emit
         self.clock_ms = clock_ms
         self._high_watermark = high_watermark
@@ -83,9 +90,17 @@ class LogCleaner:
             if holder:
                 self.manager.check_aborted(holder[0])
 
+        config = self.config
+        if not self.in_process:
+            # each worker throttles itself: the threads share the rate, as they share Kafka's throttler
+            rate = config.io_max_bytes_per_second / max(config.threads, 1)
+            settings = WorkerSettings(
+                config.map_memory, config.dedupe_buffer_load_factor, config.thread_io_buffer_size, rate
+            )
+            return CleanerThread(index, CleanerWorker(settings, check_done), holder)
         cleaner = Cleaner(
-            OffsetMap(self.config.map_memory, self.config.dedupe_buffer_load_factor),
-            io_buffer_size=self.config.thread_io_buffer_size,
+            OffsetMap(config.map_memory, config.dedupe_buffer_load_factor),
+            io_buffer_size=config.thread_io_buffer_size,
             throttle=self.throttler.maybe_throttle,
             check_done=check_done,
         )
@@ -105,11 +120,14 @@ class LogCleaner:
         log.info("log cleaner started: %d thread(s)", len(self.threads))
 
     def stop(self) -> None:
+        """Stop the threads (aborting their cleanings) and end their worker processes."""
         self._stopping.set()
         for worker in self.threads:
             if worker.thread is not None:
                 worker.thread.join()
                 worker.thread = None
+            if isinstance(worker.cleaner, CleanerWorker):
+                worker.cleaner.close()
 
     def abort(self, tp: TopicPartition, *, forget: bool = False) -> None:
         """Abort the cleaning of ``tp`` (if any) and wait for it; ``forget``: the log is deleted."""

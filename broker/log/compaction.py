@@ -13,6 +13,11 @@ be. The active segment is never touched.
 
 Files are read through descriptors of the cleaner's own, so a segment that the log deletes meanwhile
 (retention, truncation) is still read whole, and the swap then refuses: the cleaning is aborted.
+
+What the cleaning reads of the log is taken once, as a :class:`CleaningPlan` (paths, sizes, offsets,
+aborted transactions, producers' last batches, settings), and the swap is a callback: so the same
+:meth:`Cleaner.run` cleans in the broker (:meth:`Cleaner.clean`) or in a worker process
+(``broker.cleaner.worker``) that hands each ``.cleaned`` segment back to the broker to swap in.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TypeVar
 
 from broker.log.batch_filter import Copied, copy_batch, records_of
 from broker.log.cleaned_txns import CleanedTransactions
@@ -31,10 +38,21 @@ from broker.log.log import Log
 from broker.log.offset_map import OffsetMap
 from broker.log.segment import BatchInfo, Segment, walk
 from broker.log.swap import CLEANED_SUFFIX
-from broker.log.txn_index import AbortedTxn, collect_aborted
+from broker.log.txn_index import AbortedTxn, collect_aborted, search_entries
 from protocol.record_batch import Record, RecordBatchHeader
 
-__all__ = ["Cleaner", "CleanerStats", "CleaningAborted", "group_by_size", "segments_between"]
+__all__ = [
+    "Cleaner",
+    "CleanerStats",
+    "CleaningAborted",
+    "CleaningPlan",
+    "SegmentFile",
+    "Swap",
+    "group_by_size",
+    "plan_cleaning",
+    "segments_between",
+    "swapper",
+]
 
 INT32_MAX = 2**31 - 1
 
@@ -71,7 +89,95 @@ class CleanerStats:
         return max(self.map_done - self.started, 0.0)
 
 
-def segments_between(segments: Sequence[Segment], start: int, end: int) -> list[Segment]:
+class _Spanning(Protocol):
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+
+
+S = TypeVar("S", bound=_Spanning)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """A segment as a cleaning reads it: its file, its offsets and size when the plan was taken, and the
+    entries of its transaction index. Picklable, for a worker process."""
+
+    path: Path
+    base_offset: int
+    size: int
+    next_offset: int
+    aborted: tuple[AbortedTxn, ...]
+
+    def collect(self, start: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
+        """The search of ``TransactionIndex.collect`` over :attr:`aborted`."""
+        return search_entries(self.aborted, start, upper_bound)
+
+
+@dataclass(frozen=True)
+class CleaningPlan:
+    """Everything a cleaning reads of its log, taken at one instant (``plan_cleaning``)."""
+
+    topic_partition: str
+    directory: Path
+    segments: tuple[SegmentFile, ...]
+    """The last one is the active segment: never cleaned, its aborted transactions still count."""
+    first_dirty: int
+    upper_bound: int
+    """At most the active segment's base offset."""
+    map_start_position: int
+    """Where ``first_dirty``'s batch is in its segment (the log's offset index said)."""
+    last_records: Mapping[int, LastRecord]
+    now_ms: int
+    segment_bytes: int
+    index_interval_bytes: int
+    delete_retention_ms: int
+
+
+Swap = Callable[[Segment, Sequence[SegmentFile]], bool]
+"""Swaps a sealed ``.cleaned`` segment in for a group of the plan's segments; False if the log refused."""
+
+
+def plan_cleaning(
+    log: Log, first_dirty: int, upper_bound: int, now_ms: int
+) -> tuple[CleaningPlan, CleaningView]:
+    """The plan of a cleaning of ``log`` over [``first_dirty``, ``upper_bound``), and the view it was
+    taken from (whose truncation count the swaps check)."""
+    view = log.cleaning_view()
+    upper_bound = min(upper_bound, view.active_base)
+    dirty = segments_between(view.segments, first_dirty, upper_bound)
+    files = tuple(
+        SegmentFile(s.path, s.base_offset, s.size, s.next_offset, s.txn_index.entries) for s in view.segments
+    )
+    config = log.config
+    plan = CleaningPlan(
+        f"{log.topic_partition}",
+        log.directory,
+        files,
+        first_dirty,
+        upper_bound,
+        dirty[0].offset_index.lookup(first_dirty) if dirty else 0,
+        dict(view.last_records),
+        now_ms,
+        config.segment_bytes,
+        config.index_interval_bytes,
+        config.delete_retention_ms,
+    )
+    return plan, view
+
+
+def swapper(log: Log, view: CleaningView) -> Swap:
+    """The swap into ``log`` of a group of the segments of a plan taken from ``view``."""
+    by_base = {s.base_offset: s for s in view.segments}
+
+    def swap(cleaned: Segment, group: Sequence[SegmentFile]) -> bool:
+        return log.replace_segments(cleaned, [by_base[s.base_offset] for s in group], view.truncations)
+
+    return swap
+
+
+def segments_between(segments: Sequence[S], start: int, end: int) -> list[S]:
     """Kafka's ``logSegments(start, end)``: the segment holding ``start`` and the later ones below ``end``."""
     if start >= end:
         return []
@@ -79,16 +185,16 @@ def segments_between(segments: Sequence[Segment], start: int, end: int) -> list[
     return [s for s in segments[first:] if s.base_offset < end]
 
 
-def aborted_between(segments: Sequence[Segment], start: int, end: int) -> list[AbortedTxn]:
+def aborted_between(segments: Sequence[SegmentFile], start: int, end: int) -> list[AbortedTxn]:
     """The aborted transactions overlapping [``start``, ``end``) (Kafka's collectAbortedTransactions)."""
     first = max(bisect_right(segments, start, key=lambda s: s.base_offset) - 1, 0)
-    return collect_aborted((s.txn_index for s in segments[first:]), start, end)
+    return collect_aborted(segments[first:], start, end)
 
 
-def group_by_size(segments: Sequence[Segment], max_size: int, first_uncleanable: int) -> list[list[Segment]]:
+def group_by_size(segments: Sequence[S], max_size: int, first_uncleanable: int) -> list[list[S]]:
     """Consecutive segments whose sizes add up to at most ``max_size`` (segment.bytes) and whose offsets
     fit one segment's int32 relative offsets (Kafka's groupSegmentsBySize)."""
-    groups: list[list[Segment]] = []
+    groups: list[list[S]] = []
     rest = list(segments)
     while rest:
         group, size = [rest[0]], rest[0].size
@@ -125,22 +231,25 @@ class Cleaner:
     def clean(self, log: Log, first_dirty: int, upper_bound: int, now_ms: int) -> tuple[int, CleanerStats]:
         """Clean ``log`` from its start to where the map filled (at most ``upper_bound``); returns the
         next dirty offset (the new checkpoint) and the figures. CleaningAborted if the log changed."""
+        plan, view = plan_cleaning(log, first_dirty, upper_bound, now_ms)
+        return self.run(plan, swapper(log, view))
+
+    def run(self, plan: CleaningPlan, swap: Swap) -> tuple[int, CleanerStats]:
+        """Clean what ``plan`` describes, each group's ``.cleaned`` segment handed to ``swap``."""
         stats = CleanerStats()
-        view = log.cleaning_view()
-        upper_bound = min(upper_bound, view.active_base)
-        self._build_offset_map(view, first_dirty, upper_bound, stats)
-        end = max(self.map.latest_offset + 1, first_dirty)
+        self._build_offset_map(plan, stats)
+        end = max(self.map.latest_offset + 1, plan.first_dirty)
         stats.map_done = time.monotonic()
         txns = CleanedTransactions()
-        cleanable = [s for s in view.segments[:-1] if s.base_offset < end]
-        for group in group_by_size(cleanable, log.config.segment_bytes, upper_bound):
-            self._clean_group(log, view, group, txns, now_ms, upper_bound, stats)
+        cleanable = [s for s in plan.segments[:-1] if s.base_offset < end]
+        for group in group_by_size(cleanable, plan.segment_bytes, plan.upper_bound):
+            self._clean_group(plan, group, txns, swap, stats)
         stats.buffer_utilization = self.map.utilization
         stats.ended = time.monotonic()
         return end, stats
 
     @contextmanager
-    def _reading(self, segment: Segment) -> Iterator[int]:
+    def _reading(self, segment: SegmentFile) -> Iterator[int]:
         """A descriptor of the cleaner's own on ``segment``'s file (see the module docstring)."""
         try:
             fd = os.open(segment.path, os.O_RDONLY)
@@ -151,7 +260,7 @@ class Cleaner:
         finally:
             os.close(fd)
 
-    def _batches(self, segment: Segment, start: int) -> Iterator[tuple[RecordBatchHeader, memoryview]]:
+    def _batches(self, segment: SegmentFile, start: int) -> Iterator[tuple[RecordBatchHeader, memoryview]]:
         with self._reading(segment) as fd:
             for _, header, batch in walk(fd, start, segment.size, whole=True, chunk=self.io_buffer_size):
                 self.check_done()
@@ -160,20 +269,29 @@ class Cleaner:
 
     # -- the offset map
 
-    def _build_offset_map(self, view: CleaningView, start: int, end: int, stats: CleanerStats) -> None:
+    def _build_offset_map(self, plan: CleaningPlan, stats: CleanerStats) -> None:
         self.map.clear()
-        dirty = segments_between(view.segments, start, end)
-        txns = CleanedTransactions(aborted_between(view.segments, start, end))
-        for segment, next_start in zip(dirty, [*(s.base_offset for s in dirty[1:]), end], strict=True):
+        start, end = plan.first_dirty, plan.upper_bound
+        dirty = segments_between(plan.segments, start, end)
+        txns = CleanedTransactions(aborted_between(plan.segments, start, end))
+        positions = [plan.map_start_position, *(0 for _ in dirty[1:])]
+        ends = [*(s.base_offset for s in dirty[1:]), end]
+        for segment, position, next_start in zip(dirty, positions, ends, strict=True):
             self.check_done()
-            if self._map_segment(segment, start, next_start, txns, stats):
+            if self._map_segment(segment, start, position, next_start, txns, stats):
                 return
 
     def _map_segment(
-        self, segment: Segment, start: int, next_start: int, txns: CleanedTransactions, stats: CleanerStats
+        self,
+        segment: SegmentFile,
+        start: int,
+        position: int,
+        next_start: int,
+        txns: CleanedTransactions,
+        stats: CleanerStats,
     ) -> bool:
         """Map the keys of ``segment`` at or after ``start``; True if the map filled on the way."""
-        for header, batch in self._batches(segment, segment.offset_index.lookup(start)):
+        for header, batch in self._batches(segment, position):
             stats.map_bytes_read += header.size
             if header.is_control:
                 txns.on_marker(header, batch)
@@ -197,38 +315,38 @@ class Cleaner:
 
     def _clean_group(
         self,
-        log: Log,
-        view: CleaningView,
-        group: list[Segment],
+        plan: CleaningPlan,
+        group: list[SegmentFile],
         txns: CleanedTransactions,
-        now_ms: int,
-        upper_bound: int,
+        swap: Swap,
         stats: CleanerStats,
     ) -> None:
         """Copy ``group`` into one ``.cleaned`` segment and swap it in for the group."""
         cleaned = Segment.create(
-            log.directory, group[0].base_offset, log.config.index_interval_bytes, suffix=CLEANED_SUFFIX
+            plan.directory, group[0].base_offset, plan.index_interval_bytes, suffix=CLEANED_SUFFIX
         )
         txns.cleaned_index = cleaned.txn_index
         try:
             for i, segment in enumerate(group):
                 segment_end = group[i + 1].base_offset if i + 1 < len(group) else segment.next_offset
-                txns.add_aborted(aborted_between(view.segments, segment.base_offset, segment_end))
-                filter_ = _RecordFilter(self.map, txns, view.last_records, now_ms, upper_bound, stats)
-                self._copy(segment, cleaned, filter_.horizon_after(log.config.delete_retention_ms), stats)
+                txns.add_aborted(aborted_between(plan.segments, segment.base_offset, segment_end))
+                filter_ = _RecordFilter(
+                    self.map, txns, plan.last_records, plan.now_ms, plan.upper_bound, stats
+                )
+                self._copy(segment, cleaned, filter_.horizon_after(plan.delete_retention_ms), stats)
             cleaned.seal()
             try:  # the cleaned segment keeps the group's modification time, as in Kafka
                 last_modified = os.stat(group[-1].path).st_mtime_ns
             except FileNotFoundError:
                 raise CleaningAborted(f"{group[-1].path.name} was deleted") from None
             os.utime(cleaned.path, ns=(last_modified, last_modified))
-            if not log.replace_segments(cleaned, group, view.truncations):
-                raise CleaningAborted(f"{log.topic_partition} changed during the cleaning")
+            if not swap(cleaned, group):
+                raise CleaningAborted(f"{plan.topic_partition} changed during the cleaning")
         except BaseException:
             cleaned.delete()
             raise
 
-    def _copy(self, source: Segment, dest: Segment, filter_: _RecordFilter, stats: CleanerStats) -> None:
+    def _copy(self, source: SegmentFile, dest: Segment, filter_: _RecordFilter, stats: CleanerStats) -> None:
         out = bytearray()
         infos: list[BatchInfo] = []
         for header, batch in self._batches(source, 0):

@@ -181,10 +181,11 @@ class Segment:
         return segment
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
-        """An existing segment, not yet trusted: ``load`` or ``recover`` it before use."""
-        fd = os.open(directory / file_name(base_offset, LOG_SUFFIX), os.O_RDWR)
-        segment = cls(directory, base_offset, index_interval_bytes, fd)
+    def open(cls, directory: Path, base_offset: int, index_interval_bytes: int, suffix: str = "") -> Segment:
+        """An existing segment, not yet trusted: ``load`` or ``recover`` it before use (``suffix``: as
+        in ``create``)."""
+        fd = os.open(directory / (file_name(base_offset, LOG_SUFFIX) + suffix), os.O_RDWR)
+        segment = cls(directory, base_offset, index_interval_bytes, fd, suffix)
         segment.size = os.fstat(fd).st_size
         segment._first_batch_timestamp = None
         segment.txn_index.load()

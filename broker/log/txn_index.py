@@ -19,11 +19,19 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from broker.checkpoint import fsync_directory
 from broker.log.index import IndexFile
 
-__all__ = ["TXN_INDEX_SUFFIX", "AbortedTxn", "TransactionIndex", "collect_aborted"]
+__all__ = [
+    "TXN_INDEX_SUFFIX",
+    "AbortedSearch",
+    "AbortedTxn",
+    "TransactionIndex",
+    "collect_aborted",
+    "search_entries",
+]
 
 log = logging.getLogger("broker.log")
 
@@ -106,15 +114,8 @@ class TransactionIndex:
         self._dirty = self._new_file = False
 
     def collect(self, start: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
-        """Kafka's search of one index: the entries overlapping [``start``, ``upper_bound``), and
-        whether the search is complete (an entry's last stable offset reached ``upper_bound``)."""
-        found = []
-        for txn in self.entries:
-            if txn.last_offset >= start and txn.first_offset < upper_bound:
-                found.append(txn)
-            if txn.last_stable_offset >= upper_bound:
-                return found, True
-        return found, False
+        """Kafka's search of one index (:func:`search_entries`)."""
+        return search_entries(self.entries, start, upper_bound)
 
     def flush(self) -> None:
         """fsync what was written since the last flush (and the directory, for a new file)."""
@@ -126,7 +127,27 @@ class TransactionIndex:
         self._dirty = self._new_file = False
 
 
-def collect_aborted(indexes: Iterable[TransactionIndex], start: int, upper_bound: int) -> list[AbortedTxn]:
+def search_entries(
+    entries: Iterable[AbortedTxn], start: int, upper_bound: int
+) -> tuple[list[AbortedTxn], bool]:
+    """Kafka's search of one index: the entries overlapping [``start``, ``upper_bound``), and whether
+    the search is complete (an entry's last stable offset reached ``upper_bound``)."""
+    found = []
+    for txn in entries:
+        if txn.last_offset >= start and txn.first_offset < upper_bound:
+            found.append(txn)
+        if txn.last_stable_offset >= upper_bound:
+            return found, True
+    return found, False
+
+
+class AbortedSearch(Protocol):
+    """What :func:`collect_aborted` searches: a segment's transaction index, or its entries as planned."""
+
+    def collect(self, start: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]: ...
+
+
+def collect_aborted(indexes: Iterable[AbortedSearch], start: int, upper_bound: int) -> list[AbortedTxn]:
     """The aborted transactions overlapping [``start``, ``upper_bound``), searching ``indexes`` (those of
     the segment holding ``start`` and the following ones) until one search is complete."""
     found: list[AbortedTxn] = []

@@ -96,7 +96,8 @@ class Harness:
         return (self.directory / "cleaner-offset-checkpoint").read_text()
 
 
-def harness(directory: Path, log: Log, **config: Any) -> Harness:
+def harness(directory: Path, log: Log, *, in_process: bool = True, **config: Any) -> Harness:
+    """A cleaner of ``log``, cleaning in the test's thread unless ``in_process`` is False."""
     events: list[dict[str, Any]] = []
     cleaner = LogCleaner(
         CleanerConfig(**config),
@@ -104,6 +105,7 @@ def harness(directory: Path, log: Log, **config: Any) -> Harness:
         lambda: {TP: log} if not log_closed(log) else {},
         lambda kind, **fields: events.append({"kind": kind, **fields}),
         high_watermark=lambda tp: log.log_end_offset,
+        in_process=in_process,
     )
     return Harness(log, directory, cleaner, events)
 
