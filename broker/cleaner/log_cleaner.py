@@ -7,9 +7,14 @@ cleans in the thread itself (unit tests, benchmarks of the cleaner alone).
 
 A cleaning that fails marks its log uncleanable (logged, counted by the metrics, a
 ``log_uncleanable`` event) and the thread goes on; an aborted one (the log was deleted or truncated,
-or the broker is stopping) is simply dropped. Only an error outside any log's cleaning ends a thread,
-logged and counted as dead (Kafka's DeadThreadCount). Stopping wakes sleeping threads, aborts their
-cleanings at the next batch and joins them.
+or the broker is stopping) is simply dropped. So is one whose worker died, unless the same log's
+cleanings killed the worker :data:`MAX_WORKER_DEATHS` times in a row (the OOM killer, a crash in a
+native codec): then that log is marked uncleanable as a failed one is, so that it cannot take its
+thread's every round. A thread whose workers fail to start :data:`MAX_START_FAILURES` times in a row
+logs an error and cleans in its own process from then on: slower for the data plane, but the logs
+are still compacted (simpler than a dead thread, which would leave them to grow). Only an error
+outside any log's cleaning ends a thread, logged and counted as dead (Kafka's DeadThreadCount).
+Stopping wakes sleeping threads, aborts their cleanings at the next batch and joins them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 from broker.cleaner.config import CleanerConfig
 from broker.cleaner.manager import CleanerManager, LogToClean
 from broker.cleaner.throttler import Throttler
-from broker.cleaner.worker_client import CleanerWorker, WorkerSettings
+from broker.cleaner.worker_client import CleanerWorker, WorkerDied, WorkerSettings, WorkerStartFailed
 from broker.log import Log, LogClosed
 from broker.log.compaction import Cleaner, CleanerStats, CleaningAborted
 from broker.log.offset_map import OffsetMap
@@ -34,6 +39,12 @@ from zkstore.znodes import TopicPartition
 __all__ = ["CleanerThread", "LogCleaner"]
 
 log = logging.getLogger("broker.cleaner")
+
+
+MAX_WORKER_DEATHS = 3
+"""Worker deaths in a row during one log's cleanings after which the log is marked uncleanable."""
+MAX_START_FAILURES = 3
+"""Workers in a row that fail to start after which a thread cleans in its own process."""
 
 
 class CleanerStopping(CleaningAborted):
@@ -52,6 +63,8 @@ class CleanerThread:
     last_compaction_delay_ms: int = 0
     thread: threading.Thread | None = None
     dead: bool = False
+    start_failures: int = 0
+    """Worker starts that failed in a row (reset by any round whose start did not fail)."""
 
 
 class LogCleaner:
@@ -80,6 +93,9 @@ class LogCleaner:
         self.threads = [self._worker(i) for i in range(config.threads)]
         self.cleanings = 0
         """Cleanings completed since start (all threads)."""
+        self._worker_deaths: dict[TopicPartition, int] = {}
+        """Per log, the worker deaths in a row during its cleanings (only the thread cleaning the log
+        touches its entry)."""
 
     def _worker(self, index: int) -> CleanerThread:
         holder: list[TopicPartition] = []
@@ -92,19 +108,24 @@ class LogCleaner:
 
         config = self.config
         if not self.in_process:
-            # each worker throttles itself: the threads share the rate, as they share Kafka's throttler
+            # Each worker has a throttler of its own at rate / threads: the total holds when every
+            # thread cleans, but unlike Kafka's shared throttler an idle thread's share is not lent to
+            # the busy ones, so a lone cleaning gets only its share.
             rate = config.io_max_bytes_per_second / max(config.threads, 1)
             settings = WorkerSettings(
                 config.map_memory, config.dedupe_buffer_load_factor, config.thread_io_buffer_size, rate
             )
             return CleanerThread(index, CleanerWorker(settings, check_done), holder)
-        cleaner = Cleaner(
+        return CleanerThread(index, self._in_process_cleaner(check_done), holder)
+
+    def _in_process_cleaner(self, check_done: Callable[[], None]) -> Cleaner:
+        config = self.config
+        return Cleaner(
             OffsetMap(config.map_memory, config.dedupe_buffer_load_factor),
             io_buffer_size=config.thread_io_buffer_size,
             throttle=self.throttler.maybe_throttle,
             check_done=check_done,
         )
-        return CleanerThread(index, cleaner, holder)
 
     # -- lifetime
 
@@ -132,6 +153,8 @@ class LogCleaner:
     def abort(self, tp: TopicPartition, *, forget: bool = False) -> None:
         """Abort the cleaning of ``tp`` (if any) and wait for it; ``forget``: the log is deleted."""
         self.manager.abort(tp, forget=forget)
+        if forget:
+            self._worker_deaths.pop(tp, None)
 
     def _run(self, worker: CleanerThread) -> None:
         try:
@@ -155,13 +178,20 @@ class LogCleaner:
         current = worker.current
         current[:] = [chosen.tp]
         end_offset = None
+        start_failures, worker.start_failures = worker.start_failures, 0  # kept if this start fails too
         try:
             end_offset, stats = worker.cleaner.clean(
                 chosen.log, chosen.first_dirty, chosen.first_uncleanable, now
             )
             worker.last_stats = stats
             self.cleanings += 1
+            self._worker_deaths.pop(chosen.tp, None)
             self._report(chosen, end_offset, stats)
+        except WorkerStartFailed as exc:
+            worker.start_failures = start_failures + 1
+            self._start_failed(worker, chosen, exc)
+        except WorkerDied as exc:
+            self._worker_died(chosen, exc)
         except CleaningAborted as exc:
             log.info("%s: cleaning aborted: %s", chosen.log.topic_partition, exc)
         except Exception as exc:
@@ -169,13 +199,46 @@ class LogCleaner:
                 log.info("%s: cleaning aborted: the log changed (%s)", chosen.log.topic_partition, exc)
             else:
                 log.exception("%s: cleaning failed: marked uncleanable", chosen.log.topic_partition)
-                self.manager.mark_uncleanable(chosen.tp)
-                if self.emit is not None:
-                    self.emit("log_uncleanable", topic_partition=chosen.log.topic_partition, error=repr(exc))
+                self._mark_uncleanable(chosen, repr(exc))
         finally:
             current.clear()
             self.manager.done(chosen, end_offset)
         return end_offset is not None
+
+    def _mark_uncleanable(self, chosen: LogToClean, error: str) -> None:
+        self._worker_deaths.pop(chosen.tp, None)
+        self.manager.mark_uncleanable(chosen.tp)
+        if self.emit is not None:
+            self.emit("log_uncleanable", topic_partition=chosen.log.topic_partition, error=error)
+
+    def _worker_died(self, chosen: LogToClean, exc: WorkerDied) -> None:
+        """Count a worker death during ``chosen``'s cleaning; the :data:`MAX_WORKER_DEATHS`-th in a row
+        marks the log uncleanable (a completed cleaning of the log starts the count again)."""
+        deaths = self._worker_deaths.get(chosen.tp, 0) + 1
+        name = chosen.log.topic_partition
+        if deaths < MAX_WORKER_DEATHS:
+            self._worker_deaths[chosen.tp] = deaths
+            log.warning("%s: cleaning aborted (worker death %d in a row): %s", name, deaths, exc)
+            return
+        reason = f"its cleanings killed the cleaner worker {deaths} times in a row; the last: {exc}"
+        log.error("%s: cleaning failed: marked uncleanable: %s", name, reason)
+        self._mark_uncleanable(chosen, reason)
+
+    def _start_failed(self, worker: CleanerThread, chosen: LogToClean, exc: WorkerStartFailed) -> None:
+        """A worker failed to start; the :data:`MAX_START_FAILURES`-th in a row turns the thread to
+        cleaning in its own process (logged once: no worker is started after)."""
+        log.warning("%s: cleaning dropped: %s", chosen.log.topic_partition, exc)
+        if worker.start_failures < MAX_START_FAILURES or not isinstance(worker.cleaner, CleanerWorker):
+            return
+        log.error(
+            "log cleaner thread %d: %d cleaner workers in a row failed to start (the last: %s): "
+            "it cleans in the broker's process from now on",
+            worker.index,
+            worker.start_failures,
+            exc,
+        )
+        worker.cleaner.close()
+        worker.cleaner = self._in_process_cleaner(worker.cleaner.check_done)
 
     def _report(self, cleaned: LogToClean, end_offset: int, stats: CleanerStats) -> None:
         log.info(

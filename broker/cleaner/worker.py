@@ -1,13 +1,15 @@
 """A log cleaner worker process: runs cleanings (``Cleaner.run``) off the broker's interpreter and GIL.
 
-``python -m broker.cleaner.worker <broker pid>``, started by ``broker.cleaner.worker_client`` (which
-holds the channel's framing; nothing in the broker imports this module). It reads
-length-prefixed pickles on stdin and writes them on stdout; nothing else may reach stdout, so file
-descriptor 1 is pointed at stderr once the channel is taken. Per cleaning the broker sends
-``("clean", plan, settings)``; for each group the worker sends ``("ready", base offset, group's base
-offsets)`` once its ``.cleaned`` segment is sealed, and waits for ``("swapped", ok)``: the broker swaps
-the segment in (the log and its lock stay there). The cleaning ends with ``("done", end offset,
-stats)``, ``("aborted", reason)`` or ``("failed", error, traceback)``. The worker exits at the end of
+Started by ``broker.cleaner.worker_client`` as ``python -c WORKER_CODE <broker pid>`` (that module
+holds the channel's framing; nothing in the broker imports this one). It reads length-prefixed
+pickles on stdin and writes them on stdout; nothing else may reach stdout, so ``WORKER_CODE`` moves
+the channel to another descriptor and points fd 1 at stderr before it imports anything of the broker
+(this module's package imports the whole cleaner), and hands the channel to :func:`main`. Once ready
+the worker says ``("hello",)``. Per cleaning the broker sends ``("clean", plan, settings)``; for
+each group the worker sends ``("ready", base offset, group's base offsets)`` once its ``.cleaned``
+segment is sealed, and waits for ``("swapped", ok)``: the broker swaps the segment in (the log and
+its lock stay there). The cleaning ends with ``("done", end offset, stats)``, ``("aborted",
+reason)`` or ``("failed", error, traceback)``. The worker exits at the end of
 its stdin (the broker closed it, or died) and, on Linux, when the broker dies (PR_SET_PDEATHSIG).
 """
 
@@ -93,6 +95,7 @@ class _Worker:
 def serve(inp: IO[bytes], out: IO[bytes]) -> None:
     """Run the cleanings asked on ``inp`` until it ends."""
     worker = _Worker(inp, out)
+    worker.send(("hello",))
     while (message := _read_message(inp)) is not None:
         _, plan, settings = message
         worker.clean(plan, settings)
@@ -109,16 +112,19 @@ def _die_with_parent(parent: int) -> None:
         sys.exit(0)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, channel: int | None = None) -> None:
+    """Serve the broker whose pid is ``argv[0]`` on stdin and ``channel`` (a descriptor; None: fd 1,
+    moved aside here, for a worker started by hand with ``-m``)."""
+    if channel is None:
+        channel = os.dup(1)
+        os.dup2(2, 1)  # a stray print must not corrupt the channel
+    sys.stdout = sys.stderr
     args = sys.argv[1:] if argv is None else argv
     if args:
         _die_with_parent(int(args[0]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the broker's Ctrl-C is for the broker to handle
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # a stray print must not corrupt the channel
-    sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
-    serve(sys.stdin.buffer, out)
+    serve(sys.stdin.buffer, os.fdopen(channel, "wb"))
 
 
 if __name__ == "__main__":

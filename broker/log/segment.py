@@ -51,6 +51,16 @@ def file_name(offset: int, suffix: str) -> str:
     return f"{offset:0{_OFFSET_DIGITS}d}{suffix}"
 
 
+def segment_paths(directory: Path, base_offset: int, suffix: str = "") -> tuple[Path, Path, Path, Path]:
+    """The files of the segment at ``base_offset``: its log, offset index, time index and transaction
+    index, each name followed by ``suffix`` (as ``Segment.create`` names them)."""
+
+    def named(kind: str) -> Path:
+        return directory / (file_name(base_offset, kind) + suffix)
+
+    return named(LOG_SUFFIX), named(INDEX_SUFFIX), named(TIME_INDEX_SUFFIX), named(TXN_INDEX_SUFFIX)
+
+
 def offset_from_file_name(path: Path) -> int | None:
     """The offset a file is named after (``<20 digits>.<suffix>``), None for any other name."""
     stem = path.name.removesuffix(path.suffix)
@@ -147,14 +157,10 @@ class Segment:
         self, directory: Path, base_offset: int, index_interval_bytes: int, fd: int, suffix: str = ""
     ) -> None:
         self.base_offset = base_offset
-
-        def named(kind: str) -> Path:
-            return directory / (file_name(base_offset, kind) + suffix)
-
-        self.path = named(LOG_SUFFIX)
-        self.offset_index = OffsetIndex(named(INDEX_SUFFIX), base_offset)
-        self.time_index = TimeIndex(named(TIME_INDEX_SUFFIX), base_offset)
-        self.txn_index = TransactionIndex(named(TXN_INDEX_SUFFIX))
+        self.path, index, time_index, txn_index = segment_paths(directory, base_offset, suffix)
+        self.offset_index = OffsetIndex(index, base_offset)
+        self.time_index = TimeIndex(time_index, base_offset)
+        self.txn_index = TransactionIndex(txn_index)
         self._fd = fd
         self._interval = index_interval_bytes
         self.size = 0
