@@ -24,8 +24,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,8 @@ ROOT_CLUSTER = "."
 MAX_MALFORMED_EXAMPLES = 5
 MALFORMED_TEXT_CHARS = 200
 
+SOURCE = "source"
+"""The cached column of a line's file number (``Sources``): its file, cluster and run are looked up by it."""
 POSITION = ["file", "block", "eid"]
 """Where a line sits: its file, the split it was read in, and its rank there."""
 ORDER = ["ts", *POSITION]
@@ -134,6 +137,21 @@ HISTORY_ONLY = HISTORY_FIELDS - {"ts", "node", "kind", "topic", "partition", "of
 """Fields only the histories use: the event logs' cache leaves them out."""
 EVENT_COLUMNS = [name for name, _ in FIELDS if name != CORRUPT and name not in HISTORY_ONLY]
 HISTORY_COLUMNS = [name for name, _ in FIELDS if name in HISTORY_FIELDS]
+TRANSACTIONAL = [
+    "transactional_id",
+    "txn",
+    "values",
+    "intended",
+    "outcome",
+    "isolation",
+    "group",
+    "inputs",
+    "offsets",
+]
+"""Fields that only a few lines set (the transactional workload's, the group coordinator's): a cache
+holds them as one struct column, ``PACKED``, null where none is set. Nine null columns on every
+produced and consumed line took a tenth of the time the history's cache takes to fill."""
+PACKED = "_packed"
 
 
 class InputError(Exception):
@@ -285,43 +303,95 @@ def load(spark: SparkSession, inputs: Inputs) -> Logs:
     The event logs and the histories are cached apart, each with only its own columns: a cached
     column costs memory on every row even where it is null, and the histories are nearly all of a big
     directory's lines (ten million of them held every event field besides their own, and the audit ran
-    out of its heap). One job fills both caches while it counts the lines per file."""
+    out of its heap). Where a line comes from is cached as the number of its file (``SOURCE``), and
+    its file, cluster and run are looked up from that number as the checks read it: three strings on
+    every line took a fifth of the time the caches take to fill. One job fills both caches while it
+    counts the lines per file."""
     from pipeline.session import fit_to
 
     fit_to(spark, inputs.size)
-    event_lines = _lines(spark, inputs, inputs.event_files, EVENT_COLUMNS)
-    history_lines = _lines(spark, inputs, inputs.history_files, HISTORY_COLUMNS)
+    event_text, history_text = _read(spark, inputs.event_files), _read(spark, inputs.history_files)
+    sources = Sources.of(inputs, [text for text in (event_text, history_text) if text is not None])
+    event_lines = _lines(event_text, sources, inputs.event_files, EVENT_COLUMNS)
+    history_lines = _lines(history_text, sources, inputs.history_files, HISTORY_COLUMNS)
     good = [
-        None if lines is None else lines.filter(~lines["malformed"]).drop("_line", "malformed", "mistyped")
-        for lines in (event_lines, history_lines)
+        None if lines is None else sources.placed(lines.filter(~lines["malformed"]), columns)
+        for lines, columns in ((event_lines, EVENT_COLUMNS), (history_lines, HISTORY_COLUMNS))
     ]
     events = good[0]
     assert events is not None  # find_inputs insists on an event log
     history = good[1] if good[1] is not None else _empty(spark, HISTORY_COLUMNS)
     cached = [lines for lines in (event_lines, history_lines) if lines is not None]
-    return Logs(events, history, cached, *summarise(cached, inputs))
+    return Logs(events, history, cached, *summarise(cached, sources, inputs.root))
 
 
-def _lines(spark: SparkSession, inputs: Inputs, files: list[Path], columns: list[str]) -> DataFrame | None:
-    """``files`` parsed with ``columns`` (:func:`ddl_schema`), with where each line sits, its cluster and run,
-    ``malformed``, ``mistyped`` and the text of a malformed line (``_line``); cached, not yet filled."""
+@dataclass(frozen=True)
+class Sources:
+    """The input files in order, each line's ``SOURCE`` its index here: the file, cluster and run of a
+    line are looked up by it (a literal array indexed per line, no string compared)."""
+
+    paths: list[Path]
+    placements: list[Placement]
+    numbers: dict[str, int]
+    """A file's URI (as Spark names it, URL-encoded) -> its number. A listing names a file
+    file:///PATH and a line file:/PATH: both are keys."""
+
+    @classmethod
+    def of(cls, inputs: Inputs, texts: list[DataFrame]) -> Sources:
+        uris = [uri for text in texts for uri in text.inputFiles()]
+        paths = sorted({Path(file_path(uri)) for uri in uris})
+        index = {path: i for i, path in enumerate(paths)}
+        numbers = {
+            f"file:{slashes}{file_uri_path(uri)}": index[Path(file_path(uri))]
+            for uri in uris
+            for slashes in ("", "//")
+        }
+        return cls(paths, [inputs.placement(p) for p in paths], numbers)
+
+    def number(self) -> Column:
+        """Each line's file number, from its ``uri``."""
+        from pyspark.sql import functions as F
+
+        return F.create_map(*[F.lit(x) for pair in self.numbers.items() for x in pair])[F.col("uri")]
+
+    def placed(self, lines: DataFrame, columns: list[str]) -> DataFrame:
+        """``lines`` with ``file``, ``cluster`` and ``run`` in place of the file number, and the
+        ``TRANSACTIONAL`` fields out of their struct: the columns every check reads,
+        ``[*POSITION, *columns, "cluster", "run"]``."""
+        from pyspark.sql import functions as F
+
+        def of(values: list[str | None]) -> Column:
+            return F.array(*[F.lit(v).cast("string") for v in values])[F.col(SOURCE)]
+
+        return lines.select(
+            of([str(p) for p in self.paths]).alias("file"),
+            *POSITION[1:],
+            *(F.col(f"{PACKED}.{c}").alias(c) if c in TRANSACTIONAL else c for c in columns),
+            of([pl.cluster for pl in self.placements]).alias("cluster"),
+            of([pl.run for pl in self.placements]).alias("run"),
+        )
+
+
+def _read(spark: SparkSession, files: list[Path]) -> DataFrame | None:
+    """The lines of ``files`` as text (None if there are none)."""
+    if not files:
+        return None
+    # Spark takes paths as Hadoop globs: brackets, braces, * and ? in a directory name are escaped.
+    return spark.read.text([re.sub(r"([\\\[\]{}*?])", r"\\\1", str(p)) for p in files])
+
+
+def _lines(
+    read: DataFrame | None, sources: Sources, files: list[Path], columns: list[str]
+) -> DataFrame | None:
+    """``files`` (``read``: their text) parsed with ``columns`` (:func:`ddl_schema`), with where each
+    line sits (its file's number, ``SOURCE``, and its place in the file), ``malformed``, ``mistyped``
+    and the text of a malformed line (``_line``); cached, not yet filled."""
     from pyspark.sql import functions as F
 
     from pipeline.jvm import SMALL_INPUT_BYTES
 
-    if not files:
+    if read is None:
         return None
-    # Spark takes paths as Hadoop globs: brackets, braces, * and ? in a directory name are escaped.
-    paths = [re.sub(r"([\\\[\]{}*?])", r"\\\1", str(p)) for p in files]
-    read = spark.read.text(paths)
-    # Each line carries its file as Spark names it, a URL-encoded URI: its path, cluster and run are
-    # looked up by that name, once per file here rather than decoded on every line.
-    # (A listing names a file file:///PATH and a line file:/PATH: both are keys.)
-    placed = {
-        f"file:{slashes}{file_uri_path(uri)}": Path(file_path(uri))
-        for uri in read.inputFiles()
-        for slashes in ("", "//")
-    }
     text = read.select(
         "value",
         F.col("_metadata.file_path").alias("uri"),
@@ -329,32 +399,20 @@ def _lines(spark: SparkSession, inputs: Inputs, files: list[Path], columns: list
         F.monotonically_increasing_id().alias("eid"),
     ).filter(F.trim("value") != "")
     parsed = text.select(
-        "uri",
+        sources.number().alias(SOURCE),
         "block",
         "eid",
         F.col("value").alias("_line"),
         F.from_json("value", ddl_schema(columns), {"columnNameOfCorruptRecord": CORRUPT}).alias("j"),
-    ).select("uri", "block", "eid", "_line", "j.*")
-
-    def lookup(value: Callable[[Path], str | None]) -> Column:
-        pairs = [(uri, value(path)) for uri, path in placed.items()]
-        if not any(v is not None for _, v in pairs):
-            return F.lit(None).cast("string")
-        return F.create_map(*[F.lit(x) for pair in pairs if pair[1] is not None for x in pair])[F.col("uri")]
-
-    parsed = parsed.withColumns(
-        {
-            "file": lookup(str),
-            "cluster": lookup(lambda path: inputs.placement(path).cluster),
-            "run": lookup(lambda path: inputs.placement(path).run),
-        }
-    )
+    ).select(SOURCE, "block", "eid", "_line", "j.*")
     malformed = F.col("ts").isNull() | F.col("node").isNull() | F.col("kind").isNull()
+    packed = [c for c in columns if c in TRANSACTIONAL]
+    some = reduce(or_, [F.col(c).isNotNull() for c in packed], F.lit(False))
     lines = parsed.select(
-        *POSITION,
-        *columns,
-        "cluster",
-        "run",
+        SOURCE,
+        *POSITION[1:],
+        *(c for c in columns if c not in packed),
+        *([F.when(some, F.struct(*packed)).alias(PACKED)] if packed else []),
         malformed.alias("malformed"),
         (~malformed & F.col(CORRUPT).isNotNull()).alias("mistyped"),
         # The raw text is kept only where the report may quote it, so the cache holds each line once.
@@ -375,7 +433,7 @@ def _empty(spark: SparkSession, columns: list[str]) -> DataFrame:
 
 
 def summarise(
-    cached: list[DataFrame], inputs: Inputs
+    cached: list[DataFrame], sources: Sources, root: Path
 ) -> tuple[dict[str, Any], list[str], dict[tuple[str, str], int], dict[str, tuple[int, int]]]:
     """Lines read, and the malformed ones (torn or not JSON objects) per file with a few examples; and
     every topic named, the lines of each kind per file, and each file's first and last ``ts`` (those
@@ -384,14 +442,13 @@ def summarise(
 
     from pyspark.sql import functions as F
 
-    root = inputs.root
-    columns = ["file", "block", "eid", "malformed", "mistyped", "_line", "topic", "kind", "ts"]
+    columns = [SOURCE, "block", "eid", "malformed", "mistyped", "_line", "topic", "kind", "ts"]
     lines = reduce(lambda a, b: a.unionByName(b), [c.select(*columns) for c in cached])
     good_ts = F.when(~F.col("malformed"), F.unix_micros("ts"))
     # Grouped by topic too rather than collecting each file's topics: a set in the aggregation would
     # take it out of Spark's hash table of numbers, a second per million lines.
     kind = F.when(~F.col("malformed"), F.col("kind")).alias("kind")
-    per_kind = lines.groupBy("file", kind, "topic").agg(
+    per_kind = lines.groupBy(SOURCE, kind, "topic").agg(
         F.count(F.lit(1)).alias("lines"),
         F.sum(F.col("malformed").cast("int")).alias("malformed"),
         F.sum(F.col("mistyped").cast("int")).alias("mistyped"),
@@ -403,25 +460,26 @@ def summarise(
     spans: dict[str, tuple[int, int]] = {}
     kinds: dict[tuple[str, str], int] = {}
     for r in rows:
-        counts = files.setdefault(r["file"], {"lines": 0, "malformed": 0, "mistyped": 0})
+        file = str(sources.paths[r[SOURCE]])
+        counts = files.setdefault(file, {"lines": 0, "malformed": 0, "mistyped": 0})
         for name in counts:
             counts[name] += r[name]
         if r["first"] is not None:
-            first, last = spans.get(r["file"], (r["first"], r["last"]))
-            spans[r["file"]] = (min(first, r["first"]), max(last, r["last"]))
+            first, last = spans.get(file, (r["first"], r["last"]))
+            spans[file] = (min(first, r["first"]), max(last, r["last"]))
         if r["kind"] is not None:
-            kinds[(r["file"], r["kind"])] = kinds.get((r["file"], r["kind"]), 0) + r["lines"]
+            kinds[(file, r["kind"])] = kinds.get((file, r["kind"]), 0) + r["lines"]
     malformed = sum(f["malformed"] for f in files.values())
     examples = []
     if malformed:
-        bad = lines.filter("malformed").orderBy("file", "block", "eid").limit(MAX_MALFORMED_EXAMPLES)
+        bad = lines.filter("malformed").orderBy(SOURCE, "block", "eid").limit(MAX_MALFORMED_EXAMPLES)
         examples = [
-            {"file": relative(r["file"], root), "line": r["_line"][:MALFORMED_TEXT_CHARS]}
-            for r in bad.select("file", "_line").collect()
+            {"file": relative(str(sources.paths[r[SOURCE]]), root), "line": r["_line"][:MALFORMED_TEXT_CHARS]}
+            for r in bad.select(SOURCE, "_line").collect()
         ]
     summary = {
-        "event_files": len(inputs.event_files),
-        "history_files": len(inputs.history_files),
+        "event_files": sum(p.name == EVENTS_FILE for p in sources.paths),
+        "history_files": sum(p.name == HISTORY_FILE for p in sources.paths),
         "lines": sum(f["lines"] for f in files.values()),
         "malformed_lines": malformed,
         "malformed_by_file": {

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.isr import OFFLINE_REPLICA
 from pipeline.load import HISTORY_FILE, ORDER, Inputs
 from pipeline.overlap import with_overlap
+from pipeline.quantiles import COUNT, histogram, quantiles
 from pipeline.session import small_side
 
 if TYPE_CHECKING:
@@ -388,7 +389,8 @@ def latencies(history: DataFrame, faults: DataFrame) -> list[Any]:
     """Produce latency per run: overall, while a fault was active and while none was. A record counts as
     sent during a fault when its produce call (ack time minus latency) to its acknowledgement overlaps a
     fault window (``pipeline.overlap``: the windows are few, collected, and looked up per record in the
-    one pass that also groups the latencies)."""
+    one pass that also counts the latencies, whose quantiles come from those counts,
+    ``pipeline.quantiles``)."""
     from pyspark.sql import functions as F
 
     acked = history.filter(F.col("kind") == "produce_acked").select(
@@ -400,14 +402,11 @@ def latencies(history: DataFrame, faults: DataFrame) -> list[Any]:
     edges = faults.select("run", F.unix_micros("start").alias("start"), F.unix_micros("end").alias("end"))
     windows = [(w["run"], w["start"], w["end"]) for w in edges.distinct().collect()]
     judged = with_overlap(acked, windows, "during")
+    counted = histogram(judged, ["run", "during"], "latency_ms")
     phase = F.when(F.col("during"), "during_fault").otherwise("no_fault")
-    phases = judged.select("run", "latency_ms", F.explode(F.array(F.lit("all"), phase)).alias("phase"))
-    quantiles = F.percentile_approx("latency_ms", list(LATENCY_QUANTILES), 10000)
-    return (
-        phases.groupBy("run", "phase")
-        .agg(F.count(F.lit(1)).alias("count"), quantiles.alias("q"), F.max("latency_ms").alias("max"))
-        .collect()
-    )
+    both = counted.select("run", "latency_ms", COUNT, F.explode(F.array(F.lit("all"), phase)).alias("phase"))
+    phases = both.groupBy("run", "phase", "latency_ms").agg(F.sum(COUNT).alias(COUNT))
+    return quantiles(phases, ["run", "phase"], "latency_ms", LATENCY_QUANTILES).collect()
 
 
 def handled_by_plane(events: DataFrame) -> DataFrame:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.load import ORDER
+from pipeline.quantiles import histogram, quantiles
 from pipeline.session import small_side
 from pipeline.stats import handled_by_plane
 
@@ -103,10 +104,10 @@ def _produce_per_second(history: DataFrame) -> DataFrame:
 
     acked = history.filter(F.col("kind") == "produce_acked")
     second = F.floor(F.unix_micros("ts") / 1_000_000).alias("second")
-    quantiles = F.percentile_approx("latency_ms", [0.5, 0.99], 1000)
-    per_second = acked.groupBy("run", second).agg(F.count(F.lit(1)).alias("acked"), quantiles.alias("q"))
+    counted = histogram(acked.select("run", second, "latency_ms"), ["run", "second"], "latency_ms")
+    per_second = quantiles(counted, ["run", "second"], "latency_ms", [0.5, 0.99])
     return per_second.select(
-        "run", "second", "acked", F.col("q")[0].alias("p50"), F.col("q")[1].alias("p99")
+        "run", "second", F.col("count").alias("acked"), F.col("q")[0].alias("p50"), F.col("q")[1].alias("p99")
     ).orderBy("run", "second")
 
 

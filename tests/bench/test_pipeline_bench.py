@@ -14,7 +14,7 @@ from bench.audit_logs import generate
 
 @pytest.mark.long
 def test_a_quick_run_audits_a_generated_directory_in_fresh_processes(tmp_path: Path) -> None:
-    """Two fresh JVMs (floor and audit); the audit passes every check it could judge, and its stderr
+    """Three fresh JVMs (two floors and the audit); the audit passes every check it could judge, and its stderr
     is empty: Spark's start-up lines went to its log."""
     out = tmp_path / "pipeline.json"
     assert pipeline.main(["--rows", "40000", "--out", str(out)]) == 0
@@ -22,9 +22,9 @@ def test_a_quick_run_audits_a_generated_directory_in_fresh_processes(tmp_path: P
     assert size["history_rows"] == 40000 and size["lines"] > 40000
     assert size["checks_failed"] == [] and size["checks_skipped"] == []
     assert size["audit_stderr"] == "" and size["audit_stdout_is_the_report"]
-    for part in ("floor", "audit"):
+    for part in ("floor", "floor_every_field", "audit"):
         assert size[part]["seconds"] > 0 and size[part]["peak_rss_mb"] > 100, "the JVM is counted"
-    assert size["audit_over_floor"] > 0
+    assert size["audit_over_floor"] > 0 and size["audit_over_floor_every_field"] > 0
     assert Path(size["class_data_archive"]["path"]).is_file(), "both JVMs measured map the archive"
 
 
