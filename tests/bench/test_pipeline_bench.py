@@ -14,8 +14,8 @@ from bench.audit_logs import generate
 
 @pytest.mark.long
 def test_a_quick_run_audits_a_generated_directory_in_fresh_processes(tmp_path: Path) -> None:
-    """Three fresh JVMs (two floors and the audit); the audit passes every check it could judge, and its stderr
-    is empty: Spark's start-up lines went to its log."""
+    """Three fresh JVMs (two floors and the audit); the audit passes every check it could judge, and
+    its stderr is empty: Spark's start-up lines went to its log."""
     out = tmp_path / "pipeline.json"
     assert pipeline.main(["--rows", "40000", "--out", str(out)]) == 0
     (size,) = json.loads(out.read_text())["sizes"]
