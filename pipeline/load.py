@@ -338,12 +338,12 @@ class Sources:
 
     @classmethod
     def of(cls, inputs: Inputs, texts: list[DataFrame]) -> Sources:
-        uris = [uri for text in texts for uri in text.inputFiles()]
-        paths = sorted({Path(file_path(uri)) for uri in uris})
+        path_of = {uri: Path(file_path(uri)) for text in texts for uri in text.inputFiles()}
+        paths = sorted(set(path_of.values()))
         index = {path: i for i, path in enumerate(paths)}
         numbers = {
-            f"file:{slashes}{file_uri_path(uri)}": index[Path(file_path(uri))]
-            for uri in uris
+            f"file:{slashes}{file_uri_path(uri)}": index[path]
+            for uri, path in path_of.items()
             for slashes in ("", "//")
         }
         return cls(paths, [inputs.placement(p) for p in paths], numbers)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import signal
 import sys
 import traceback
@@ -25,7 +24,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from broker.cleaner.throttler import Throttler
-from broker.cleaner.worker_client import FRAME, WorkerSettings, encode
+from broker.cleaner.worker_client import WorkerSettings, encode, read_message
 from broker.log.compaction import Cleaner, CleaningAborted, CleaningPlan, SegmentFile
 from broker.log.offset_map import OffsetMap
 from broker.log.segment import Segment
@@ -35,16 +34,6 @@ __all__ = ["main", "serve"]
 log = logging.getLogger("broker.cleaner.worker")
 
 _PR_SET_PDEATHSIG = 1
-
-
-def _read_message(inp: IO[bytes]) -> Any | None:
-    """The next message, None at the end of the input."""
-    head = inp.read(FRAME.size)
-    if len(head) < FRAME.size:
-        return None
-    (size,) = FRAME.unpack(head)
-    data = inp.read(size)
-    return pickle.loads(data) if len(data) == size else None
 
 
 class _Worker:
@@ -75,7 +64,7 @@ class _Worker:
         """Hand the sealed segment to the broker and wait for its swap."""
         cleaned.release()  # the broker opens it itself
         self.send(("ready", cleaned.base_offset, [s.base_offset for s in group]))
-        answer = _read_message(self.inp)
+        answer = read_message(self.inp)
         if answer is None:
             sys.exit(0)  # the broker is gone: the cleaning's ``.cleaned`` files go on the way out
         return bool(answer[1])
@@ -96,7 +85,7 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
     """Run the cleanings asked on ``inp`` until it ends."""
     worker = _Worker(inp, out)
     worker.send(("hello",))
-    while (message := _read_message(inp)) is not None:
+    while (message := read_message(inp)) is not None:
         _, plan, settings = message
         worker.clean(plan, settings)
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import broker
 from broker.log import Log
@@ -52,6 +52,7 @@ __all__ = [
     "WorkerStartFailed",
     "decode_frames",
     "encode",
+    "read_message",
     "spawn_worker",
 ]
 
@@ -108,6 +109,16 @@ def decode_frames(buffer: bytearray) -> list[Any]:
         found.append(pickle.loads(buffer[FRAME.size : FRAME.size + size]))
         del buffer[: FRAME.size + size]
     return found
+
+
+def read_message(inp: IO[bytes]) -> Any | None:
+    """The next message of a blocking stream (the worker's side), None at its end."""
+    head = inp.read(FRAME.size)
+    if len(head) < FRAME.size:
+        return None
+    (size,) = FRAME.unpack(head)
+    data = inp.read(size)
+    return pickle.loads(data) if len(data) == size else None
 
 
 class CleaningFailed(Exception):

@@ -447,7 +447,7 @@ def test_a_worker_that_sends_garbage_is_killed_and_the_log_kept_cleanable(
 
 
 def test_a_worker_that_stopped_reading_cannot_hold_an_abort(monkeypatch: pytest.MonkeyPatch) -> None:
-    not_reading = worker_code("worker._read_message = lambda inp: time.sleep(600)")
+    not_reading = worker_code("worker.read_message = lambda inp: time.sleep(600)")
     monkeypatch.setattr(worker_client, "WORKER_CODE", not_reading)
     deadline = [float("inf")]
 
